@@ -1,0 +1,155 @@
+// sc_test: the generated size-class table against the real 5.3.0 library's geometry.
+//
+// The golden files in test/unit/data/ were read off Debian's libjemalloc 5.3.0 through
+// mallctl (`arenas.bin.<i>.*`, `arenas.lextent.<i>.size`); this test only compares.
+#include "meta/sc.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Rows = std::vector<std::vector<uint64_t>>;
+
+// Golden data sits in test/unit/data. `make check` exports top_srcdir; a binary run by hand
+// falls back to the directory of this source file.
+std::string data_path(const char* name) {
+  if (const char* top = std::getenv("top_srcdir"); top != nullptr && *top != '\0') {
+    return std::string(top) + "/test/unit/data/" + name;
+  }
+  std::string here = __FILE__;
+  const size_t slash = here.rfind('/');
+  here = slash == std::string::npos ? std::string(".") : here.substr(0, slash);
+  return here + "/data/" + name;
+}
+
+// Tab-separated unsigned columns; '#' lines are headers.
+Rows read_tsv(const char* name) {
+  Rows rows;
+  std::ifstream in(data_path(name));
+  EXPECT_TRUE(in.good()) << "cannot open " << data_path(name);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::vector<uint64_t> row;
+    uint64_t v;
+    while (fields >> v) row.push_back(v);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+using je::sc::kSizeClasses;
+
+TEST(Sc, PublishedCounts) {
+  EXPECT_EQ(je::sc::kNTiny, 1u);
+  EXPECT_EQ(je::sc::kNBins, 36u);
+  EXPECT_EQ(je::sc::kNLExtents, 196u);
+  EXPECT_EQ(je::sc::kNSizes, je::sc::kNBins + je::sc::kNLExtents);
+  EXPECT_EQ(je::sc::kNPSizes, 199u);
+  EXPECT_EQ(je::sc::kSlabMaxRegs, 512u);
+  EXPECT_EQ(je::sc::kLargeMaxClass, 8070450532247928832ull);
+}
+
+TEST(Sc, BinsMatchGolden) {
+  const Rows rows = read_tsv("size-classes-5.3.0.tsv");
+  ASSERT_EQ(rows.size(), je::sc::kNBins);
+  for (unsigned i = 0; i < je::sc::kNBins; ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_EQ(rows[i].size(), 5u);
+    EXPECT_EQ(rows[i][0], i);
+    const je::sc::BinInfo& b = je::sc::kBinInfo[i];
+    EXPECT_EQ(b.reg_size, rows[i][1]);
+    EXPECT_EQ(b.nregs, rows[i][2]);
+    EXPECT_EQ(b.slab_size, rows[i][3]);
+    EXPECT_EQ(b.n_shards, rows[i][4]);
+    EXPECT_EQ(kSizeClasses[i].size, rows[i][1]);
+    EXPECT_TRUE(kSizeClasses[i].bin);
+    EXPECT_EQ(size_t{kSizeClasses[i].pgs} * je::config::kPage, b.slab_size);
+  }
+}
+
+TEST(Sc, LargeClassesMatchGolden) {
+  const Rows rows = read_tsv("large-classes-5.3.0.tsv");
+  ASSERT_EQ(rows.size(), je::sc::kNLExtents);
+  for (unsigned i = 0; i < je::sc::kNLExtents; ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_EQ(rows[i].size(), 2u);
+    EXPECT_EQ(rows[i][0], i);
+    const je::sc::SizeClass& c = kSizeClasses[je::sc::kNBins + i];
+    EXPECT_EQ(c.size, rows[i][1]);
+    EXPECT_FALSE(c.bin);
+    EXPECT_TRUE(c.psz);
+    EXPECT_EQ(c.pgs, 0u);
+  }
+}
+
+TEST(Sc, PageSizeClassesAreSmallPageMultiplesThenLarge) {
+  const Rows large = read_tsv("large-classes-5.3.0.tsv");
+  std::vector<uint64_t> expected = {4096, 8192, 12288};
+  for (const auto& row : large) expected.push_back(row.at(1));
+  std::vector<uint64_t> got;
+  for (const auto& c : kSizeClasses) {
+    if (c.psz) got.push_back(c.size);
+  }
+  EXPECT_EQ(got.size(), je::sc::kNPSizes);
+  EXPECT_EQ(got, expected);
+}
+
+// Every class is 2^lg_base + ndelta * 2^lg_delta, and past the quantum-spaced first group the
+// spacing is a quarter of the group base with ndelta 1..4.
+TEST(Sc, GeneratorCoordinates) {
+  for (unsigned i = 0; i < je::sc::kNSizes; ++i) {
+    SCOPED_TRACE(i);
+    const je::sc::SizeClass& c = kSizeClasses[i];
+    EXPECT_EQ(c.size, (uint64_t{1} << c.lg_base) + (uint64_t{c.ndelta} << c.lg_delta));
+    if (i < je::sc::kNTiny) {
+      EXPECT_EQ(c.ndelta, 0u);
+      EXPECT_LT(c.size, je::config::kQuantum);
+    } else if (i < je::sc::kNTiny + je::sc::kNGroup) {
+      EXPECT_EQ(c.lg_base, je::config::kLgQuantum);
+      EXPECT_EQ(c.lg_delta, je::config::kLgQuantum);
+      EXPECT_EQ(c.ndelta, i - je::sc::kNTiny);
+    } else {
+      EXPECT_EQ(c.lg_delta + je::sc::kLgNGroup, c.lg_base);
+      EXPECT_EQ(c.ndelta, (i - je::sc::kNTiny) % je::sc::kNGroup + 1);
+    }
+    if (i > 0) {
+      EXPECT_GT(c.size, kSizeClasses[i - 1].size);
+    }
+    EXPECT_EQ(c.psz, c.size % je::config::kPage == 0);
+  }
+  // The last group stops after three steps: 2^62 + 4 * 2^60 would be 2^63.
+  EXPECT_EQ(kSizeClasses[je::sc::kNSizes - 1].lg_base, 62u);
+  EXPECT_EQ(kSizeClasses[je::sc::kNSizes - 1].ndelta, 3u);
+}
+
+// Slabs are the LCM of page and region size: no tail slack, and no smaller page multiple fits.
+TEST(Sc, SlabGeometryIsLcm) {
+  for (const je::sc::BinInfo& b : je::sc::kBinInfo) {
+    SCOPED_TRACE(b.reg_size);
+    uint64_t a = je::config::kPage, r = b.reg_size;
+    while (r != 0) {
+      const uint64_t t = a % r;
+      a = r;
+      r = t;
+    }
+    const uint64_t lcm = je::config::kPage / a * b.reg_size;
+    EXPECT_EQ(b.slab_size, lcm);
+    EXPECT_EQ(uint64_t{b.nregs} * b.reg_size, b.slab_size);
+    EXPECT_LE(b.slab_size, 7 * je::config::kPage);
+  }
+  // Quirks the benchmarks rely on: single-region slabs for 4, 8 and 12 KiB.
+  EXPECT_EQ(je::sc::kBinInfo[28].nregs, 1u);
+  EXPECT_EQ(je::sc::kBinInfo[32].nregs, 1u);
+  EXPECT_EQ(je::sc::kBinInfo[34].nregs, 1u);
+}
+
+}  // namespace
