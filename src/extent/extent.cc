@@ -1,1 +1,428 @@
-// placeholder
+// extent.cc: recycle, split, merge, record (coalesce), evict, grow (see extent.h).
+//
+// Vocabulary: "activate" takes an extent out of an ecache (eset remove + state kActive);
+// "deactivate" puts it in (state = ecache state + eset insert), both under the ecache lock.
+// "record" is deactivate preceded by the coalescing regime of the ecache.
+#include "extent/extent.h"
+
+#include "extent/ecache.h"
+#include "extent/emap.h"
+#include "extent/pac.h"
+#include "support/compiler.h"
+
+namespace je::extent {
+
+namespace {
+
+constexpr size_t kPage = config::kPage;
+
+void bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
+
+void deactivate_locked(Ecache& ec, Edata* e) {
+  g_emap.update_state(e, ec.state);
+  ec.eset.insert(e);
+}
+
+void activate_locked(Ecache& ec, Edata* e) {
+  ec.eset.remove(e);
+  g_emap.update_state(e, ExtentState::kActive);
+}
+
+bool register_impl(Edata* e) {
+  if (!g_emap.register_boundary(e)) return false;
+  if (e->slab && !g_emap.register_interior(e)) {
+    g_emap.deregister_boundary(e);
+    return false;
+  }
+  return true;
+}
+
+void deregister_impl(Edata* e) {
+  g_emap.deregister_boundary(e);
+  if (e->slab) {
+    g_emap.deregister_interior(e);
+    e->slab = false;
+  }
+}
+
+Edata* split_impl(Pac& pac, Edata* e, size_t size_a, size_t size_b) {
+  if (pac.ehooks.split_will_fail()) return nullptr;
+  Edata* trail = pac.edata_cache.get();
+  if (trail == nullptr) return nullptr;
+  trail->init(e->arena_ind, ptr_of(e->base_addr() + size_a), size_b, /*is_slab=*/false,
+              sc::kNSizes, e->sn, e->state, e->zeroed, e->committed, /*head=*/false);
+  Emap::SplitPlan plan;
+  if (!g_emap.split_prepare(&plan, e, size_a, trail, size_b) ||
+      !pac.ehooks.split(e->base(), size_a + size_b, size_a, size_b, e->committed)) {
+    pac.edata_cache.put(trail);
+    return nullptr;
+  }
+  e->size = size_a;
+  g_emap.split_commit(plan, e, trail);
+  return trail;
+}
+
+// `a` (lower address) absorbs the adjacent `b`; both owned by the caller.
+bool merge_impl(Pac& pac, Edata* a, Edata* b) {
+  if (!pac.ehooks.merge(a->base(), a->size, b->base(), b->size, a->committed)) return false;
+  g_emap.merge_commit(a, b);
+  a->size += b->size;
+  if (b->sn < a->sn) a->sn = b->sn;
+  a->zeroed = a->zeroed && b->zeroed;
+  pac.edata_cache.put(b);
+  return true;
+}
+
+bool commit_impl(Pac& pac, Edata* e, size_t offset, size_t length) {
+  bool ok = pac.ehooks.commit(e->base(), e->size, offset, length);
+  e->committed = e->committed || ok;
+  return ok;
+}
+
+bool decommit_impl(Pac& pac, Edata* e) {
+  bool ok = pac.ehooks.decommit(e->base(), e->size, 0, e->size);
+  e->committed = e->committed && !ok;
+  return ok;
+}
+
+enum class CoalesceMode : uint8_t {
+  kFull,   // muzzy/retained record: merge everything, no bound
+  kEager,  // large extent recorded dirty: one merge per call, bounded by max_size
+  kEvict,  // eviction of a dirty extent: one merge per call, no bound
+};
+
+// `outer` is a claimed neighbour of the owned `inner`; merge them (the lower address survives).
+bool coalesce_one(Pac& pac, Ecache& ec, Edata* inner, Edata* outer, bool forward) {
+  ec.eset.remove(outer);
+  bool ok = forward ? merge_impl(pac, inner, outer) : merge_impl(pac, outer, inner);
+  if (!ok) deactivate_locked(ec, outer);  // hooks refused: the neighbour goes back unchanged
+  return ok;
+}
+
+// Merges free neighbours into the owned extent `e` (ecache lock held). Neighbours are claimed
+// through the emap; one whose size would take the result past `max_size` is released and left
+// mergeable for later (eviction, or a later free on its other side). With delayed coalescing
+// (dirty) it stops after one merge and reports it, so the caller loops; otherwise it runs until
+// neither side merges.
+Edata* try_coalesce(Pac& pac, Ecache& ec, Edata* e, size_t max_size, CoalesceMode mode,
+                    bool* coalesced) {
+  *coalesced = false;
+  bool again;
+  do {
+    again = false;
+    for (bool forward : {true, false}) {
+      Edata* nb = g_emap.try_acquire_neighbor(e, ec.state, forward, /*expanding=*/false);
+      if (nb == nullptr) continue;
+      size_t room = max_size > e->size ? max_size - e->size : 0;
+      if (nb->size > room) {
+        g_emap.release(nb, ec.state);
+        if (mode == CoalesceMode::kEager) bump(pac.stats.dirty_merges_refused);
+        continue;
+      }
+      if (!coalesce_one(pac, ec, e, nb, forward)) continue;
+      if (!forward) e = nb;  // the lower extent's descriptor survives
+      *coalesced = true;
+      if (mode == CoalesceMode::kEager) bump(pac.stats.dirty_merges);
+      if (mode == CoalesceMode::kEvict) bump(pac.stats.evict_merges);
+      if (ec.delay_coalesce) return e;
+      again = true;
+    }
+  } while (again);
+  return e;
+}
+
+bool may_force_decay(const Pac& pac) {
+  return pac.decay_ms_get(ExtentState::kDirty) != -1 && pac.decay_ms_get(ExtentState::kMuzzy) != -1;
+}
+
+// An oversize extent goes straight to retained instead of sitting dirty.
+void maximally_purge(Pac& pac, Edata* e) {
+  size_t size = e->size;
+  dalloc_wrapper(pac, e);
+  bump(pac.stats.decay_dirty.nmadvise);
+  bump(pac.stats.decay_dirty.purged, size >> config::kLgPage);
+  pac.stats.mapped.fetch_sub(size, std::memory_order_relaxed);
+}
+
+void record(Pac& pac, Ecache& ec, Edata* e) {
+  ec.mtx.lock();
+  bool coalesced;
+  if (!ec.delay_coalesce) {
+    e = try_coalesce(pac, ec, e, sc::kLargeMaxClass, CoalesceMode::kFull, &coalesced);
+  } else if (e->size >= sc::kLargeMinClass) {
+    // The bound is fixed by the size of the extent being freed; as merges accumulate the room
+    // left only shrinks, so a neighbour refused once stays refused for this call.
+    size_t max_size = pac.bounded_coalesce() ? coalesce_bound(e->size, pac.lg_max_fit())
+                                             : sc::kLargeMaxClass;
+    do {
+      e = try_coalesce(pac, ec, e, max_size, CoalesceMode::kEager, &coalesced);
+    } while (coalesced);
+    size_t threshold = pac.oversize_threshold();
+    if (threshold != 0 && e->size >= threshold && may_force_decay(pac)) {
+      ec.mtx.unlock();
+      maximally_purge(pac, e);
+      return;
+    }
+  }
+  deactivate_locked(ec, e);
+  ec.mtx.unlock();
+}
+
+// Cuts *e down to [aligned start, +size). Lead and trail pieces come back in *lead / *trail
+// (still owned, state of *e). On failure every piece is still a valid extent: *lead (if
+// non-null) and *e.
+bool split_interior(Pac& pac, Edata** e, Edata** lead, Edata** trail, size_t size,
+                    size_t alignment) {
+  *lead = nullptr;
+  *trail = nullptr;
+  uintptr_t base = (*e)->base_addr();
+  size_t leadsize = align_up(base, align_up(alignment, kPage)) - base;
+  size_t trailsize = (*e)->size - leadsize - size;
+  if (leadsize != 0) {
+    Edata* rest = split_impl(pac, *e, leadsize, size + trailsize);
+    if (rest == nullptr) return false;
+    *lead = *e;
+    *e = rest;
+  }
+  if (trailsize != 0) {
+    *trail = split_impl(pac, *e, size, trailsize);
+    if (*trail == nullptr) return false;
+  }
+  return true;
+}
+
+Edata* recycle_extract(Pac& pac, Ecache& ec, Edata* expand, size_t size, size_t alignment) {
+  Edata* e;
+  if (expand != nullptr) {
+    e = g_emap.try_acquire_neighbor(expand, ec.state, /*forward=*/true, /*expanding=*/true);
+    if (e != nullptr && e->size < size) {
+      g_emap.release(e, ec.state);
+      e = nullptr;
+    }
+  } else {
+    // Dirty reuse is bounded: splitting a much larger dirty extent for a small request would
+    // fragment it while delayed coalescing keeps the pieces apart.
+    unsigned lg_max_fit = ec.delay_coalesce ? pac.lg_max_fit() : Eset::kUnboundedFit;
+    e = ec.eset.fit(size, alignment, /*exact_only=*/false, lg_max_fit);
+  }
+  if (e != nullptr) activate_locked(ec, e);
+  return e;
+}
+
+Edata* recycle(Pac& pac, Ecache& ec, Edata* expand, size_t size, size_t alignment, bool zero,
+               bool* commit) {
+  ec.mtx.lock();
+  Edata* e = recycle_extract(pac, ec, expand, size, alignment);
+  if (e == nullptr) {
+    ec.mtx.unlock();
+    return nullptr;
+  }
+  Edata* lead;
+  Edata* trail;
+  bool ok = split_interior(pac, &e, &lead, &trail, size, alignment);
+  // Pieces go back without coalescing: they came from one free extent.
+  if (lead != nullptr) deactivate_locked(ec, lead);
+  if (trail != nullptr) deactivate_locked(ec, trail);
+  if (!ok) deactivate_locked(ec, e);
+  ec.mtx.unlock();
+  if (!ok) return nullptr;
+
+  if (*commit && !e->committed && !commit_impl(pac, e, 0, e->size)) {
+    record(pac, ec, e);
+    return nullptr;
+  }
+  if (zero && !e->zeroed) pac.ehooks.zero(e->base(), e->size);
+  if (e->committed) *commit = true;
+  return e;
+}
+
+// Grows retained address space by the next size of the series that fits the request; returns
+// the requested piece, records the rest as retained. Called with grow_mtx held; releases it.
+Edata* grow_retained(Pac& pac, size_t size, size_t alignment, bool zero, bool* commit) {
+  Edata* e = nullptr;
+  size_t alloc_min = size + align_up(alignment, kPage) - kPage;
+  pszind_t skip = 0;
+  pszind_t max_ind = sz::psz2ind(sc::kLargeMaxClass);
+  size_t alloc_size = sz::pind2sz(pac.exp_grow.next);
+  bool zeroed = false;
+  bool committed = false;
+  void* ptr;
+  Edata* lead;
+  Edata* trail;
+  if (alloc_min < size) goto fail;  // wrapped around
+  while (alloc_size < alloc_min) {
+    skip++;
+    if (pac.exp_grow.next + skip >= max_ind) goto fail;
+    alloc_size = sz::pind2sz(pac.exp_grow.next + skip);
+  }
+  e = pac.edata_cache.get();
+  if (e == nullptr) goto fail;
+  ptr = pac.ehooks.alloc(nullptr, alloc_size, kPage, &zeroed, &committed);
+  if (ptr == nullptr) {
+    pac.edata_cache.put(e);
+    goto fail;
+  }
+  e->init(pac.ind(), ptr, alloc_size, false, sc::kNSizes, pac.next_sn(), ExtentState::kActive,
+          zeroed, committed, /*head=*/true);
+  if (!register_impl(e)) {
+    pac.ehooks.destroy(ptr, alloc_size, committed);
+    pac.edata_cache.put(e);
+    goto fail;
+  }
+  if (e->committed) *commit = true;
+  if (!split_interior(pac, &e, &lead, &trail, size, alignment)) {
+    if (lead != nullptr) record(pac, pac.ecache_retained, lead);
+    record(pac, pac.ecache_retained, e);
+    goto fail;
+  }
+  if (lead != nullptr) record(pac, pac.ecache_retained, lead);
+  if (trail != nullptr) record(pac, pac.ecache_retained, trail);
+  if (*commit && !e->committed && !commit_impl(pac, e, 0, e->size)) {
+    record(pac, pac.ecache_retained, e);
+    goto fail;
+  }
+  // Only now, with every failure behind us, advance the series.
+  if (pac.exp_grow.next + skip + 1 <= pac.exp_grow.limit) {
+    pac.exp_grow.next += skip + 1;
+  } else {
+    pac.exp_grow.next = pac.exp_grow.limit;
+  }
+  pac.grow_mtx.unlock();
+  if (zero && !e->zeroed) pac.ehooks.zero(e->base(), e->size);
+  return e;
+fail:
+  pac.grow_mtx.unlock();
+  return nullptr;
+}
+
+// Maps a separate region for one extent (no-retain mode, or in-place growth at new_addr).
+Edata* alloc_wrapper(Pac& pac, void* new_addr, size_t size, size_t alignment, bool zero,
+                     bool* commit) {
+  Edata* e = pac.edata_cache.get();
+  if (e == nullptr) return nullptr;
+  bool zeroed = zero;
+  void* addr = pac.ehooks.alloc(new_addr, size, align_up(alignment, kPage), &zeroed, commit);
+  if (addr == nullptr) {
+    pac.edata_cache.put(e);
+    return nullptr;
+  }
+  e->init(pac.ind(), addr, size, false, sc::kNSizes, pac.next_sn(), ExtentState::kActive, zeroed,
+          *commit, /*head=*/pac.retain());
+  if (!register_impl(e)) {
+    pac.ehooks.destroy(addr, size, *commit);
+    pac.edata_cache.put(e);
+    return nullptr;
+  }
+  return e;
+}
+
+}  // namespace
+
+size_t coalesce_bound(size_t size, unsigned lg_max_fit) {
+  if (lg_max_fit >= 64 || size > (sc::kLargeMaxClass >> lg_max_fit)) return sc::kLargeMaxClass;
+  return size << lg_max_fit;
+}
+
+Edata* ecache_alloc(Pac& pac, Ecache& ecache, Edata* expand, size_t size, size_t alignment,
+                    bool zero) {
+  bool commit = true;
+  return recycle(pac, ecache, expand, size, alignment, zero, &commit);
+}
+
+Edata* ecache_alloc_grow(Pac& pac, Edata* expand, size_t size, size_t alignment, bool zero,
+                         bool* fresh) {
+  *fresh = false;
+  bool commit = true;
+  pac.grow_mtx.lock();
+  Edata* e = recycle(pac, pac.ecache_retained, expand, size, alignment, zero, &commit);
+  if (e != nullptr) {
+    pac.grow_mtx.unlock();
+    return e;
+  }
+  if (pac.retain() && expand == nullptr) {
+    e = grow_retained(pac, size, alignment, zero, &commit);  // releases grow_mtx
+  } else {
+    pac.grow_mtx.unlock();
+    // With retain, growing in place by mapping right after the extent would almost never
+    // succeed; without retain it is how extents grow.
+    if (pac.retain()) return nullptr;
+    e = alloc_wrapper(pac, expand == nullptr ? nullptr : expand->past(), size, alignment, zero,
+                      &commit);
+  }
+  *fresh = e != nullptr;
+  return e;
+}
+
+void ecache_dalloc(Pac& pac, Ecache& ecache, Edata* e) {
+  e->addr = e->base();  // drop the cache-oblivious offset
+  e->zeroed = false;    // dirty and muzzy memory is never assumed zero
+  record(pac, ecache, e);
+}
+
+Edata* ecache_evict(Pac& pac, Ecache& ec, size_t npages_min) {
+  MutexGuard guard(ec.mtx);
+  Edata* e;
+  for (;;) {
+    e = ec.eset.lru_first();
+    if (e == nullptr || ec.npages() <= npages_min) return nullptr;
+    ec.eset.remove(e);
+    if (!ec.delay_coalesce) break;
+    // Delayed coalescing happens here, unbounded: what reaches muzzy/retained is as large as
+    // possible, so purging costs few madvise calls.
+    g_emap.update_state(e, ExtentState::kActive);
+    bool coalesced;
+    e = try_coalesce(pac, ec, e, sc::kLargeMaxClass, CoalesceMode::kEvict, &coalesced);
+    if (!coalesced) break;
+    // The merged extent goes back (at the LRU tail, keeping the older sn); start over.
+    deactivate_locked(ec, e);
+  }
+  if (ec.state == ExtentState::kRetained) {
+    deregister_impl(e);
+  } else {
+    g_emap.update_state(e, ExtentState::kActive);
+  }
+  return e;
+}
+
+void dalloc_wrapper(Pac& pac, Edata* e) {
+  if (!pac.ehooks.dalloc_will_fail(pac.retain())) {
+    // Deregister first so no other thread can find the range while it is being unmapped.
+    deregister_impl(e);
+    if (pac.ehooks.dalloc(e->base(), e->size, e->committed)) {
+      pac.edata_cache.put(e);
+      return;
+    }
+    register_impl(e);  // leaves exist already: cannot fail
+  }
+  // Keep the address space: decommit, else purge (DONTNEED zero-fills), else purge lazily.
+  bool zeroed;
+  if (!e->committed) {
+    zeroed = true;
+  } else if (decommit_impl(pac, e)) {
+    zeroed = true;
+  } else if (pac.ehooks.purge_forced(e->base(), e->size, 0, e->size)) {
+    zeroed = true;
+  } else {
+    pac.ehooks.purge_lazy(e->base(), e->size, 0, e->size);
+    zeroed = false;
+  }
+  e->zeroed = zeroed;
+  record(pac, pac.ecache_retained, e);
+}
+
+void destroy_wrapper(Pac& pac, Edata* e) {
+  pac.ehooks.destroy(e->base(), e->size, e->committed);
+  pac.edata_cache.put(e);
+}
+
+bool purge_lazy_wrapper(Pac& pac, Edata* e, size_t offset, size_t length) {
+  return pac.ehooks.purge_lazy(e->base(), e->size, offset, length);
+}
+
+Edata* split_wrapper(Pac& pac, Edata* e, size_t size_a, size_t size_b) {
+  return split_impl(pac, e, size_a, size_b);
+}
+
+bool merge_wrapper(Pac& pac, Edata* a, Edata* b) { return merge_impl(pac, a, b); }
+
+}  // namespace je::extent

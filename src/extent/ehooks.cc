@@ -1,0 +1,130 @@
+// ehooks.cc: default extent hooks and the wrapper (see ehooks.h).
+#include "extent/ehooks.h"
+
+#include <cstring>
+
+#include "os/pages.h"
+#include "support/util.h"
+
+namespace je {
+
+namespace {
+
+constinit bool g_thp_always = false;
+
+void* default_alloc(extent_hooks_t*, void* new_addr, size_t size, size_t alignment, bool* zero,
+                    bool* commit, unsigned) {
+  void* p = pages::map(new_addr, size, align_up(alignment, config::kPage), commit);
+  if (p != nullptr) *zero = true;  // fresh anonymous memory
+  return p;
+}
+
+bool default_dalloc(extent_hooks_t*, void* addr, size_t size, bool, unsigned) {
+  pages::unmap(addr, size);
+  return false;
+}
+
+void default_destroy(extent_hooks_t*, void* addr, size_t size, bool, unsigned) {
+  pages::unmap(addr, size);
+}
+
+bool default_commit(extent_hooks_t*, void* addr, size_t, size_t offset, size_t length, unsigned) {
+  return !pages::commit(static_cast<char*>(addr) + offset, length);
+}
+
+bool default_decommit(extent_hooks_t*, void* addr, size_t, size_t offset, size_t length,
+                      unsigned) {
+  return !pages::decommit(static_cast<char*>(addr) + offset, length);
+}
+
+bool default_purge_lazy(extent_hooks_t*, void* addr, size_t, size_t offset, size_t length,
+                        unsigned) {
+  return !pages::purge_lazy(static_cast<char*>(addr) + offset, length);
+}
+
+bool default_purge_forced(extent_hooks_t*, void* addr, size_t, size_t offset, size_t length,
+                          unsigned) {
+  // Callers treat a successful forced purge as "now reads as zeros"; where the kernel's
+  // DONTNEED was found not to zero (e.g. some emulators), report failure instead.
+  if (!pages::purge_forced_zeroes()) return true;
+  return !pages::purge_forced(static_cast<char*>(addr) + offset, length);
+}
+
+// Linux mappings can be split and merged freely.
+bool default_split(extent_hooks_t*, void*, size_t, size_t, size_t, bool, unsigned) {
+  return false;
+}
+bool default_merge(extent_hooks_t*, void*, size_t, void*, size_t, bool, unsigned) {
+  return false;
+}
+
+}  // namespace
+
+const extent_hooks_t kDefaultExtentHooks = {
+    default_alloc,      default_dalloc,       default_destroy,
+    default_commit,     default_decommit,     default_purge_lazy,
+    default_purge_forced, default_split,      default_merge,
+};
+
+void ehooks_set_thp_always(bool always) { g_thp_always = always; }
+
+void* Ehooks::alloc(void* new_addr, size_t size, size_t alignment, bool* zero, bool* commit) {
+  extent_hooks_t* h = get();
+  return h->alloc(h, new_addr, size, alignment, zero, commit, ind_);
+}
+
+bool Ehooks::dalloc(void* addr, size_t size, bool committed) {
+  extent_hooks_t* h = get();
+  return h->dalloc != nullptr && !h->dalloc(h, addr, size, committed, ind_);
+}
+
+void Ehooks::destroy(void* addr, size_t size, bool committed) {
+  extent_hooks_t* h = get();
+  if (h->destroy != nullptr) h->destroy(h, addr, size, committed, ind_);
+}
+
+bool Ehooks::commit(void* addr, size_t size, size_t offset, size_t length) {
+  extent_hooks_t* h = get();
+  return h->commit != nullptr && !h->commit(h, addr, size, offset, length, ind_);
+}
+
+bool Ehooks::decommit(void* addr, size_t size, size_t offset, size_t length) {
+  extent_hooks_t* h = get();
+  return h->decommit != nullptr && !h->decommit(h, addr, size, offset, length, ind_);
+}
+
+bool Ehooks::purge_lazy(void* addr, size_t size, size_t offset, size_t length) {
+  extent_hooks_t* h = get();
+  return h->purge_lazy != nullptr && !h->purge_lazy(h, addr, size, offset, length, ind_);
+}
+
+bool Ehooks::purge_forced(void* addr, size_t size, size_t offset, size_t length) {
+  extent_hooks_t* h = get();
+  return h->purge_forced != nullptr && !h->purge_forced(h, addr, size, offset, length, ind_);
+}
+
+bool Ehooks::split(void* addr, size_t size, size_t size_a, size_t size_b, bool committed) {
+  extent_hooks_t* h = get();
+  return h->split != nullptr && !h->split(h, addr, size, size_a, size_b, committed, ind_);
+}
+
+bool Ehooks::merge(void* addr_a, size_t size_a, void* addr_b, size_t size_b, bool committed) {
+  extent_hooks_t* h = get();
+  return h->merge != nullptr && !h->merge(h, addr_a, size_a, addr_b, size_b, committed, ind_);
+}
+
+void Ehooks::zero(void* addr, size_t size) {
+  // With our hooks, DONTNEED yields demand-zero pages without touching them -- unless THP is
+  // forced on, where purging would break huge pages. User hooks' purge cost is unknown: memset.
+  if (is_default() && !g_thp_always && pages::purge_forced_zeroes() &&
+      pages::purge_forced(addr, size)) {
+    return;
+  }
+  std::memset(addr, 0, size);
+}
+
+bool Ehooks::dalloc_will_fail(bool retain) const {
+  return is_default() ? retain : get()->dalloc == nullptr;
+}
+
+}  // namespace je

@@ -1,0 +1,65 @@
+// extent.h: the extent algorithms -- recycle, split, merge, record (coalesce), evict, grow.
+//
+// Purpose: everything that moves extents between the arena and its ecaches, and between the
+// ecaches and the OS, lives here. Three coalescing regimes meet in `ecache_dalloc` (record):
+//   * muzzy and retained: full coalescing with free neighbours on insertion, no size bound;
+//   * dirty, small extents (< 16 KiB, i.e. emptied slabs): no coalescing on insertion (delayed);
+//   * dirty, large extents: eager coalescing, one merge at a time, but -- the project's fix --
+//     never into an extent larger than `size << lg_extent_max_active_fit` (saturating at the
+//     largest class), the same ratio under which a dirty extent may later be split for a
+//     request. A neighbour claimed but refused for size is released unchanged. Switchable per
+//     Pac (opt.bounded_coalesce) to reproduce jemalloc 5.3's unbounded behaviour.
+// Eviction (decay/purge) coalesces the LRU extent with no bound before handing it out.
+// Layer: extent. Callers: pac (and unit tests).
+// Concurrency: see pac.h. Functions taking an Ecache lock it themselves; the caller holds
+// nothing except where stated (grow_mtx for retained recycling is taken inside).
+// jemalloc mapping: src/extent.c (extent_record, extent_try_coalesce_impl with the max_size
+// bound of 3c14707b plus the neighbour release of 675ab079, extent_recycle, extent_grow_retained,
+// ecache_evict, extent_dalloc_wrapper, extent_split_impl, extent_merge_impl).
+#pragma once
+
+#include <cstddef>
+
+#include "extent/edata.h"
+
+namespace je {
+
+class Pac;
+class Ecache;
+
+namespace extent {
+
+/// The largest extent eager dirty coalescing may build from a freed extent of `size` bytes:
+/// size << lg_max_fit, saturating at sc::kLargeMaxClass.
+size_t coalesce_bound(size_t size, unsigned lg_max_fit);
+
+/// Take an extent of `size` bytes aligned to `alignment` from `ecache` (dirty or muzzy), or,
+/// with `expand`, the free extent right after `expand` (for in-place growth). nullptr if none.
+Edata* ecache_alloc(Pac& pac, Ecache& ecache, Edata* expand, size_t size, size_t alignment,
+                    bool zero);
+/// Take from the retained ecache, else grow new address space (retain) or map it (no retain).
+/// *fresh reports that the extent comes from a new mapping.
+Edata* ecache_alloc_grow(Pac& pac, Edata* expand, size_t size, size_t alignment, bool zero,
+                         bool* fresh);
+/// Record a free (owned, registered) extent into `ecache`, coalescing per the ecache's regime.
+void ecache_dalloc(Pac& pac, Ecache& ecache, Edata* e);
+/// Remove and return the least recently inserted extent (after delayed, unbounded coalescing)
+/// if the ecache holds more than `npages_min` pages. Dirty/muzzy victims come back active;
+/// retained victims come back deregistered. nullptr if nothing to evict.
+Edata* ecache_evict(Pac& pac, Ecache& ecache, size_t npages_min);
+
+/// Hand an owned extent to the OS: unmap it if the hooks allow, else decommit or purge it and
+/// record it as retained.
+void dalloc_wrapper(Pac& pac, Edata* e);
+/// Destroy a deregistered extent (arena destroy): hooks' destroy, descriptor recycled.
+void destroy_wrapper(Pac& pac, Edata* e);
+/// MADV_FREE-style purge of part of an owned extent. True on success.
+bool purge_lazy_wrapper(Pac& pac, Edata* e, size_t offset, size_t length);
+/// Split an owned extent into [0, size_a) (keeps `e`) and the returned trail. nullptr on
+/// failure (metadata OOM or hooks refusal), `e` unchanged.
+Edata* split_wrapper(Pac& pac, Edata* e, size_t size_a, size_t size_b);
+/// Merge the owned, adjacent extent `b` into `a`. False on hooks refusal (both unchanged).
+bool merge_wrapper(Pac& pac, Edata* a, Edata* b);
+
+}  // namespace extent
+}  // namespace je

@@ -1,0 +1,246 @@
+// pac.cc: the page allocator of one arena (see pac.h).
+#include "extent/pac.h"
+
+#include "extent/emap.h"
+#include "extent/extent.h"
+
+namespace je {
+
+namespace {
+constexpr size_t kPage = config::kPage;
+constexpr unsigned kLgPage = config::kLgPage;
+}  // namespace
+
+bool Pac::init(const PacOptions& o) {
+  if (!Decay::ms_valid(o.dirty_decay_ms) || !Decay::ms_valid(o.muzzy_decay_ms)) return false;
+  ind_ = o.ind;
+  base = o.base;
+  retain_ = o.retain;
+  lg_max_fit_ = o.lg_max_fit;
+  bounded_coalesce_.store(o.bounded_coalesce, std::memory_order_relaxed);
+  oversize_threshold_.store(o.oversize_threshold, std::memory_order_relaxed);
+  ecache_dirty.init(ExtentState::kDirty, o.ind, /*delay=*/true);
+  ecache_muzzy.init(ExtentState::kMuzzy, o.ind, /*delay=*/false);
+  ecache_retained.init(ExtentState::kRetained, o.ind, /*delay=*/false);
+  edata_cache.init(o.base);
+  ehooks.init(o.ind, o.hooks != nullptr ? o.hooks : const_cast<extent_hooks_t*>(&kDefaultExtentHooks));
+  exp_grow.next = sz::psz2ind(config::kHugepage);
+  exp_grow.limit = sz::psz2ind(sc::kLargeMaxClass);
+  decay_dirty_.decay.init(o.now_ns, o.dirty_decay_ms);
+  decay_muzzy_.decay.init(o.now_ns, o.muzzy_decay_ms);
+  return true;
+}
+
+void Pac::count_alloc(PacSource src, size_t size) {
+  unsigned i = static_cast<unsigned>(src);
+  stats.alloc_count[i].fetch_add(1, std::memory_order_relaxed);
+  stats.alloc_pages[i].fetch_add(size >> kLgPage, std::memory_order_relaxed);
+}
+
+Edata* Pac::alloc(size_t size, size_t alignment, bool zero) {
+  PacSource src = PacSource::kDirty;
+  Edata* e = extent::ecache_alloc(*this, ecache_dirty, nullptr, size, alignment, zero);
+  if (e == nullptr && may_have_muzzy()) {
+    src = PacSource::kMuzzy;
+    e = extent::ecache_alloc(*this, ecache_muzzy, nullptr, size, alignment, zero);
+  }
+  if (e == nullptr) {
+    bool fresh;
+    e = extent::ecache_alloc_grow(*this, nullptr, size, alignment, zero, &fresh);
+    if (e == nullptr) return nullptr;
+    src = fresh ? PacSource::kFresh : PacSource::kRetained;
+    stats.mapped.fetch_add(size, std::memory_order_relaxed);
+  }
+  nactive_.fetch_add(size >> kLgPage, std::memory_order_relaxed);
+  count_alloc(src, size);
+  return e;
+}
+
+bool Pac::expand(Edata* e, size_t old_size, size_t new_size, bool zero) {
+  if (ehooks.merge_will_fail()) return false;
+  size_t amount = new_size - old_size;
+  size_t mapped_add = 0;
+  PacSource src = PacSource::kDirty;
+  Edata* trail = extent::ecache_alloc(*this, ecache_dirty, e, amount, kPage, zero);
+  if (trail == nullptr) {
+    src = PacSource::kMuzzy;
+    trail = extent::ecache_alloc(*this, ecache_muzzy, e, amount, kPage, zero);
+  }
+  if (trail == nullptr) {
+    bool fresh;
+    trail = extent::ecache_alloc_grow(*this, e, amount, kPage, zero, &fresh);
+    if (trail == nullptr) return false;
+    src = fresh ? PacSource::kFresh : PacSource::kRetained;
+    mapped_add = amount;
+  }
+  if (!extent::merge_wrapper(*this, e, trail)) {
+    extent::dalloc_wrapper(*this, trail);
+    return false;
+  }
+  stats.mapped.fetch_add(mapped_add, std::memory_order_relaxed);
+  nactive_.fetch_add(amount >> kLgPage, std::memory_order_relaxed);
+  count_alloc(src, amount);
+  return true;
+}
+
+bool Pac::shrink(Edata* e, size_t old_size, size_t new_size) {
+  if (ehooks.split_will_fail()) return false;
+  Edata* trail = extent::split_wrapper(*this, e, new_size, old_size - new_size);
+  if (trail == nullptr) return false;
+  nactive_.fetch_sub((old_size - new_size) >> kLgPage, std::memory_order_relaxed);
+  extent::ecache_dalloc(*this, ecache_dirty, trail);
+  return true;
+}
+
+void Pac::dalloc(Edata* e) {
+  if (e->slab) {
+    g_emap.deregister_interior(e);
+  }
+  g_emap.remap(e, sc::kNSizes, /*slab=*/false);
+  nactive_.fetch_sub(e->npages(), std::memory_order_relaxed);
+  extent::ecache_dalloc(*this, ecache_dirty, e);
+}
+
+int64_t Pac::decay_ms_get(ExtentState which) const { return pipeline(which).decay.ms(); }
+
+bool Pac::decay_ms_set(ExtentState which, int64_t ms, uint64_t now_ns) {
+  if (!Decay::ms_valid(ms)) return false;
+  DecayPipeline& p = pipeline(which);
+  MutexGuard guard(p.mtx);
+  // Restart the backlog: decay time changes are rare (configuration), and mapping the old
+  // backlog onto a new window is not worth its complexity.
+  p.decay.init(now_ns, ms);
+  bool advanced;
+  maybe_decay_purge_locked(which, now_ns, Eagerness::kOnEpochAdvance, &advanced);
+  return true;
+}
+
+void Pac::decay_all(ExtentState which, bool fully) {
+  DecayPipeline& p = pipeline(which);
+  MutexGuard guard(p.mtx);
+  decay_to_limit(which, fully, 0, ecache_of(which).npages());
+}
+
+bool Pac::try_decay(ExtentState which, uint64_t now_ns, Eagerness eagerness,
+                    bool* epoch_advanced) {
+  *epoch_advanced = false;
+  DecayPipeline& p = pipeline(which);
+  if (!p.mtx.try_lock()) return false;  // someone else is on it; no need to wait
+  maybe_decay_purge_locked(which, now_ns, eagerness, epoch_advanced);
+  p.mtx.unlock();
+  return true;
+}
+
+void Pac::maybe_decay_purge_locked(ExtentState which, uint64_t now_ns, Eagerness eagerness,
+                                   bool* epoch_advanced) {
+  DecayPipeline& p = pipeline(which);
+  Ecache& ec = ecache_of(which);
+  *epoch_advanced = false;
+  int64_t ms = p.decay.ms();
+  if (ms <= 0) {
+    if (ms == 0) decay_to_limit(which, false, 0, ec.npages());
+    return;
+  }
+  size_t current = ec.npages();
+  *epoch_advanced = p.decay.maybe_advance_epoch(now_ns, current);
+  if (eagerness == Eagerness::kAlways ||
+      (*epoch_advanced && eagerness == Eagerness::kOnEpochAdvance)) {
+    size_t limit = p.decay.npages_limit();
+    if (current > limit) decay_to_limit(which, false, limit, current - limit);
+  }
+}
+
+// Called with the decay mutex held; drops it while purging (Decay::purging keeps purgers
+// exclusive) so allocation threads never wait behind madvise.
+void Pac::decay_to_limit(ExtentState which, bool fully, size_t npages_limit, size_t npages_max) {
+  DecayPipeline& p = pipeline(which);
+  if (p.decay.purging || npages_max == 0) return;
+  p.decay.purging = true;
+  p.mtx.unlock();
+  EdataList stash;
+  size_t nstashed = 0;
+  Ecache& ec = ecache_of(which);
+  while (nstashed < npages_max) {
+    Edata* e = extent::ecache_evict(*this, ec, npages_limit);
+    if (e == nullptr) break;
+    stash.push_back(e);
+    nstashed += e->npages();
+  }
+  if (nstashed != 0) decay_stashed(which, fully, &stash);
+  p.mtx.lock();
+  p.decay.purging = false;
+}
+
+size_t Pac::decay_stashed(ExtentState which, bool fully, EdataList* stash) {
+  size_t npurged = 0;
+  uint64_t nmadvise = 0;
+  size_t nunmapped = 0;
+  // Dirty pages go to muzzy (MADV_FREE) when muzzy decay is on; otherwise, and for muzzy
+  // pages, to retained (MADV_DONTNEED or unmap).
+  bool try_muzzy = !fully && decay_ms_get(ExtentState::kMuzzy) != 0;
+  while (Edata* e = stash->pop_front()) {
+    size_t npages = e->npages();
+    nmadvise++;
+    npurged += npages;
+    if (which == ExtentState::kDirty && try_muzzy &&
+        extent::purge_lazy_wrapper(*this, e, 0, e->size)) {
+      extent::ecache_dalloc(*this, ecache_muzzy, e);
+      continue;
+    }
+    extent::dalloc_wrapper(*this, e);
+    nunmapped += npages;
+  }
+  PacDecayStats& ds = decay_stats(which);
+  ds.npurge.fetch_add(1, std::memory_order_relaxed);
+  ds.nmadvise.fetch_add(nmadvise, std::memory_order_relaxed);
+  ds.purged.fetch_add(npurged, std::memory_order_relaxed);
+  stats.mapped.fetch_sub(nunmapped << kLgPage, std::memory_order_relaxed);
+  return npurged;
+}
+
+void Pac::destroy_retained() {
+  while (Edata* e = extent::ecache_evict(*this, ecache_retained, 0)) {
+    extent::destroy_wrapper(*this, e);
+  }
+}
+
+bool Pac::set_retain_grow_limit(size_t limit, size_t* old_limit) {
+  pszind_t ind = sz::psz2ind(limit + 1) - 1;
+  if (ind >= sc::kNPSizes) return false;
+  MutexGuard guard(grow_mtx);
+  if (old_limit != nullptr) *old_limit = sz::pind2sz(exp_grow.limit);
+  exp_grow.limit = ind;
+  return true;
+}
+
+void Pac::prefork_grow() { grow_mtx.prefork(); }
+void Pac::prefork_decay() {
+  decay_dirty_.mtx.prefork();
+  decay_muzzy_.mtx.prefork();
+}
+void Pac::prefork_ecaches() {
+  ecache_dirty.mtx.prefork();
+  ecache_muzzy.mtx.prefork();
+  ecache_retained.mtx.prefork();
+  edata_cache.prefork();
+}
+void Pac::postfork_parent() {
+  edata_cache.postfork_parent();
+  ecache_retained.mtx.postfork_parent();
+  ecache_muzzy.mtx.postfork_parent();
+  ecache_dirty.mtx.postfork_parent();
+  grow_mtx.postfork_parent();
+  decay_muzzy_.mtx.postfork_parent();
+  decay_dirty_.mtx.postfork_parent();
+}
+void Pac::postfork_child() {
+  edata_cache.postfork_child();
+  ecache_retained.mtx.postfork_child();
+  ecache_muzzy.mtx.postfork_child();
+  ecache_dirty.mtx.postfork_child();
+  grow_mtx.postfork_child();
+  decay_muzzy_.mtx.postfork_child();
+  decay_dirty_.mtx.postfork_child();
+}
+
+}  // namespace je

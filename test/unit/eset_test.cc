@@ -1,0 +1,121 @@
+// eset_test: fit order (first fit by age across bins) and the reuse bound, on descriptors only
+// (no memory is touched: the eset only reads addresses and sizes).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "extent/eset.h"
+
+namespace je {
+namespace {
+
+constexpr size_t kKiB = 1024;
+constexpr size_t kMiB = 1024 * kKiB;
+
+struct EsetTest : ::testing::Test {
+  Eset eset;
+  std::vector<Edata*> owned;
+  ~EsetTest() override {
+    for (Edata* e : owned) delete e;
+  }
+  Edata* add(uintptr_t addr, size_t size, uint64_t sn) {
+    Edata* e = new Edata();
+    e->init(1, reinterpret_cast<void*>(addr), size, false, sc::kNSizes, sn, ExtentState::kDirty,
+            false, true, false);
+    owned.push_back(e);
+    eset.insert(e);
+    return e;
+  }
+};
+
+TEST_F(EsetTest, EmptyFitsNothing) {
+  EXPECT_EQ(eset.fit(20 * kKiB, 4096, false, 6), nullptr);
+  EXPECT_EQ(eset.npages(), 0u);
+}
+
+TEST_F(EsetTest, BinOfStripsThePad) {
+  // A 16 KiB allocation's 20 KiB extent sits in the 20 KiB bin; 1.25 MiB bin holds
+  // [1028 KiB, 1284 KiB).
+  EXPECT_EQ(sz::pind2sz(Eset::bin_of(20 * kKiB)), 20 * kKiB);
+  EXPECT_EQ(sz::pind2sz(Eset::bin_of(1028 * kKiB)), 1280 * kKiB);
+  EXPECT_EQ(sz::pind2sz(Eset::bin_of(1280 * kKiB)), 1280 * kKiB);
+  EXPECT_EQ(sz::pind2sz(Eset::bin_of(1284 * kKiB - 4 * kKiB)), 1280 * kKiB);
+  EXPECT_EQ(sz::pind2sz(Eset::bin_of(1284 * kKiB)), 1536 * kKiB);
+}
+
+TEST_F(EsetTest, PrefersOldestAcrossBins) {
+  Edata* young_exact = add(0x10000000, 20 * kKiB, 9);
+  Edata* old_big = add(0x20000000, 100 * kKiB, 3);
+  add(0x30000000, 40 * kKiB, 5);
+  EXPECT_EQ(eset.fit(20 * kKiB, 4096, false, 6), old_big);
+  // exact_only restricts to the request's bin
+  EXPECT_EQ(eset.fit(20 * kKiB, 4096, true, 6), young_exact);
+  EXPECT_EQ(eset.npages(), (20 + 100 + 40) * kKiB / 4096);
+}
+
+TEST_F(EsetTest, TiesBrokenByAddress) {
+  add(0x50000000, 24 * kKiB, 4);
+  Edata* low = add(0x40000000, 24 * kKiB, 4);
+  EXPECT_EQ(eset.fit(24 * kKiB, 4096, false, 6), low);
+}
+
+TEST_F(EsetTest, NeverReturnsTooSmall) {
+  add(0x10000000, 16 * kKiB, 1);
+  EXPECT_EQ(eset.fit(20 * kKiB, 4096, false, 6), nullptr);
+  Edata* ok = add(0x20000000, 24 * kKiB, 2);
+  EXPECT_EQ(eset.fit(20 * kKiB, 4096, false, 6), ok);
+}
+
+TEST_F(EsetTest, ReuseBoundIs64x) {
+  // A 20 KiB request may use extents up to the 1.25 MiB class (20 KiB << 6), not beyond.
+  Edata* big = add(0x10000000, 1536 * kKiB, 1);
+  EXPECT_EQ(eset.fit(20 * kKiB, 4096, false, 6), nullptr);
+  EXPECT_EQ(eset.fit(20 * kKiB, 4096, false, Eset::kUnboundedFit), big);
+  EXPECT_EQ(eset.fit(24 * kKiB, 4096, false, 6), big);  // 24 KiB << 6 = 1.5 MiB
+  Edata* fits = add(0x20000000, 1280 * kKiB, 2);
+  EXPECT_EQ(eset.fit(20 * kKiB, 4096, false, 6), fits);
+  EXPECT_EQ(eset.fit(20 * kKiB, 4096, false, 0), nullptr);
+}
+
+TEST_F(EsetTest, RemoveUpdatesOrderAndCounters) {
+  Edata* a = add(0x10000000, 32 * kKiB, 1);
+  Edata* b = add(0x20000000, 32 * kKiB, 2);
+  pszind_t bin = Eset::bin_of(32 * kKiB);
+  EXPECT_EQ(eset.nextents(bin), 2u);
+  EXPECT_EQ(eset.nbytes(bin), 64 * kKiB);
+  EXPECT_EQ(eset.lru_first(), a);
+  eset.remove(a);
+  EXPECT_EQ(eset.fit(32 * kKiB, 4096, false, 6), b);
+  EXPECT_EQ(eset.lru_first(), b);
+  EXPECT_EQ(eset.nextents(bin), 1u);
+  eset.remove(b);
+  EXPECT_EQ(eset.fit(32 * kKiB, 4096, false, 6), nullptr);
+  EXPECT_EQ(eset.npages(), 0u);
+}
+
+TEST_F(EsetTest, LruIsInsertionOrder) {
+  Edata* x = add(0x30000000, 8 * kKiB, 7);
+  Edata* y = add(0x10000000, 64 * kKiB, 1);
+  EXPECT_EQ(eset.lru_first(), x);
+  eset.remove(x);
+  EXPECT_EQ(eset.lru_first(), y);
+}
+
+TEST_F(EsetTest, AlignedFitUsesInteriorRange) {
+  // 64 KiB alignment: max_size = 20K + 60K = 80K. A 72 KiB extent at an address whose next
+  // 64 KiB boundary leaves >= 20 KiB must be found by the second (alignment) pass.
+  Edata* e = add(0x10000000 + 48 * kKiB, 72 * kKiB, 1);
+  EXPECT_EQ(eset.fit(20 * kKiB, 64 * kKiB, false, 6), e);
+  eset.remove(e);
+  add(0x20000000 + 4 * kKiB, 72 * kKiB, 1);  // boundary at +60K leaves only 12 KiB
+  EXPECT_EQ(eset.fit(20 * kKiB, 64 * kKiB, false, 6), nullptr);
+}
+
+TEST_F(EsetTest, HugeRequestsDoNotOverflow) {
+  add(0x10000000, 8 * kMiB, 1);
+  EXPECT_EQ(eset.fit(sc::kLargeMaxClass, 4096, false, 6), nullptr);
+  EXPECT_EQ(eset.fit(4096, size_t{1} << 62, false, Eset::kUnboundedFit), nullptr);
+}
+
+}  // namespace
+}  // namespace je
