@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "os/pages.h"
+#include "support/reentrancy.h"
 #include "support/util.h"
 
 namespace je {
@@ -68,48 +69,72 @@ const extent_hooks_t kDefaultExtentHooks = {
 
 void ehooks_set_thp_always(bool always) { g_thp_always = always; }
 
+// Calls into user hooks run with the thread marked reentrant: a hook that allocates must not
+// recurse into this thread's cache or arena locks (see support/reentrancy.h).
+class HookScope {
+ public:
+  explicit HookScope(const extent_hooks_t* h) : user_(h != &kDefaultExtentHooks) {
+    if (user_) t_reentrancy++;
+  }
+  ~HookScope() {
+    if (user_) t_reentrancy--;
+  }
+
+ private:
+  bool user_;
+};
+
 void* Ehooks::alloc(void* new_addr, size_t size, size_t alignment, bool* zero, bool* commit) {
   extent_hooks_t* h = get();
+  HookScope scope(h);
   return h->alloc(h, new_addr, size, alignment, zero, commit, ind_);
 }
 
 bool Ehooks::dalloc(void* addr, size_t size, bool committed) {
   extent_hooks_t* h = get();
+  HookScope scope(h);
   return h->dalloc != nullptr && !h->dalloc(h, addr, size, committed, ind_);
 }
 
 void Ehooks::destroy(void* addr, size_t size, bool committed) {
   extent_hooks_t* h = get();
+  HookScope scope(h);
   if (h->destroy != nullptr) h->destroy(h, addr, size, committed, ind_);
 }
 
 bool Ehooks::commit(void* addr, size_t size, size_t offset, size_t length) {
   extent_hooks_t* h = get();
+  HookScope scope(h);
   return h->commit != nullptr && !h->commit(h, addr, size, offset, length, ind_);
 }
 
 bool Ehooks::decommit(void* addr, size_t size, size_t offset, size_t length) {
   extent_hooks_t* h = get();
+  HookScope scope(h);
   return h->decommit != nullptr && !h->decommit(h, addr, size, offset, length, ind_);
 }
 
 bool Ehooks::purge_lazy(void* addr, size_t size, size_t offset, size_t length) {
   extent_hooks_t* h = get();
+  HookScope scope(h);
   return h->purge_lazy != nullptr && !h->purge_lazy(h, addr, size, offset, length, ind_);
 }
 
 bool Ehooks::purge_forced(void* addr, size_t size, size_t offset, size_t length) {
   extent_hooks_t* h = get();
+  HookScope scope(h);
   return h->purge_forced != nullptr && !h->purge_forced(h, addr, size, offset, length, ind_);
 }
 
 bool Ehooks::split(void* addr, size_t size, size_t size_a, size_t size_b, bool committed) {
   extent_hooks_t* h = get();
+  HookScope scope(h);
   return h->split != nullptr && !h->split(h, addr, size, size_a, size_b, committed, ind_);
 }
 
 bool Ehooks::merge(void* addr_a, size_t size_a, void* addr_b, size_t size_b, bool committed) {
   extent_hooks_t* h = get();
+  HookScope scope(h);
   return h->merge != nullptr && !h->merge(h, addr_a, size_a, addr_b, size_b, committed, ind_);
 }
 
