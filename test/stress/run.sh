@@ -1,0 +1,81 @@
+#!/bin/sh
+# run.sh: runs the stress programs (test/stress/*_test) against the library
+# under test -- the build's .libs/libjemalloc.so.2, or LIB=/path/to/
+# libjemalloc.so.2 (swapped in with LD_PRELOAD; each program checks from the
+# inside that the entry points come from that file).  One line per program.
+#
+# Usage: run.sh [PROGRAM...]   (default: all, from build-env.sh)
+# Environment: LIB; STRESS_LONG=1 for the long form (what `make stress`
+# runs); STRESS_SCALE=n for n times the short form's work; RUN_TIMEOUT
+# (seconds per program; default 60, 600 for the long form); VERBOSE=1.
+# Exit status: 0 when every program passed or skipped, 1 otherwise.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+: "${top_srcdir:=$(cd "$here/../.." && pwd)}"
+: "${top_builddir:=$top_srcdir}"
+bindir=$top_builddir/test/stress
+default_lib=$top_builddir/.libs/libjemalloc.so.2
+LIB=${LIB:-$default_lib}
+STRESS_LONG=${STRESS_LONG:-0}
+export STRESS_LONG
+if [ "$STRESS_LONG" = 1 ]; then
+  RUN_TIMEOUT=${RUN_TIMEOUT:-600}
+else
+  RUN_TIMEOUT=${RUN_TIMEOUT:-60}
+fi
+VERBOSE=${VERBOSE:-0}
+export LC_ALL=C
+
+if [ ! -f "$bindir/build-env.sh" ]; then
+  echo "FAIL: $bindir/build-env.sh missing (run 'make check', which generates it)"
+  exit 1
+fi
+# shellcheck disable=SC1091
+. "$bindir/build-env.sh"
+progs=${*:-$stress_progs}
+if [ ! -f "$LIB" ]; then
+  echo "FAIL: $LIB does not exist (build the library first)"
+  exit 1
+fi
+form=short
+[ "$STRESS_LONG" = 1 ] && form=long
+echo "library under test: $LIB ($form form)"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/jestress.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT INT TERM
+timeout_cmd=
+command -v timeout >/dev/null 2>&1 && timeout_cmd="timeout -k 5 $RUN_TIMEOUT"
+
+npass=0 nfail=0 nskip=0
+for p in $progs; do
+  if [ ! -x "$bindir/$p" ]; then
+    echo "FAIL: $p (not built: $bindir/$p)"
+    nfail=$((nfail + 1))
+    continue
+  fi
+  start=$(date +%s)
+  (
+    if [ "$LIB" != "$default_lib" ]; then LD_PRELOAD=$LIB; export LD_PRELOAD; fi
+    JT_EXPECT_LIB=$LIB
+    export JT_EXPECT_LIB
+    unset MALLOC_CONF
+    exec $timeout_cmd "$bindir/$p"
+  ) >"$tmp/log" 2>&1
+  rc=$?
+  secs=$(( $(date +%s) - start ))
+  case $rc in
+    0) echo "PASS: $p (${secs}s)"; npass=$((npass + 1)) ;;
+    77) echo "SKIP: $p"; nskip=$((nskip + 1)) ;;
+    *)
+      [ $rc = 124 ] || [ $rc = 137 ] && echo "(timed out after ${RUN_TIMEOUT}s)" >>"$tmp/log"
+      echo "FAIL: $p (exit status $rc, ${secs}s)"
+      nfail=$((nfail + 1))
+      ;;
+  esac
+  if [ $rc != 0 ] && [ $rc != 77 ] || [ "$VERBOSE" = 1 ]; then
+    grep -v '^\[ PASS \]' "$tmp/log" | head -n 60 | sed 's/^/    | /'
+  fi
+done
+echo
+echo "stress: $npass passed, $nfail failed, $nskip skipped"
+[ "$nfail" -eq 0 ]
