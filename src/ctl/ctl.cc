@@ -1,0 +1,399 @@
+// ctl.cc: the mallctl entry points and the handlers of version, epoch, background threads,
+// thread.*, config.*, opt.*, tcache.* and arenas.* (see ctl.h; the tree is in ctl_tree.cc).
+#include "ctl/ctl.h"
+
+#include <atomic>
+#include <cstring>
+
+#include "arena/arena.h"
+#include "arena/arenas.h"
+#include "ctl/ctl_handlers.h"
+#include "ctl/ctl_stats.h"
+#include "ctl/ctl_tree.h"
+#include "extent/emap.h"
+#include "meta/sc.h"
+#include "meta/sz.h"
+#include "os/sysinfo.h"
+#include "support/config.h"
+#include "support/opt.h"
+#include "thread/tcache.h"
+#include "thread/tsd.h"
+
+namespace je {
+
+namespace ctl {
+
+constinit Mutex g_ctl_mtx{LockRank::kCtl, "ctl"};
+
+namespace {
+
+constinit bool g_booted = false;
+/// realloc(p, 0) calls that freed p (stats.zero_reallocs).
+constinit std::atomic<size_t> g_zero_reallocs{0};
+/// max_background_threads: a limit only (no background threads run in this build).
+constinit size_t g_max_background_threads = 0;
+
+/// opt.max_background_threads as 5.3.0 reports it after boot: "unset" means 4.
+size_t max_background_threads_opt() {
+  size_t v = g_opt.max_background_threads;
+  return v > kOptMaxBackgroundThreadsLimit ? kOptMaxBackgroundThreadsDefault : v;
+}
+
+// ---- thread.peak ----------------------------------------------------------------------------
+// jemalloc's definition: the maximum of (allocated - deallocated) seen since the last reset,
+// sampled when read (and, in jemalloc, on a 64 KiB allocation event we do not have, so bursts
+// freed again before a read are not seen). Kept in the Tsd fields peak_alloc_base (net bytes at
+// the reset) and peak_max.
+
+void peak_update(Tsd& tsd) {
+  int64_t candidate = static_cast<int64_t>(tsd.allocated - tsd.deallocated - tsd.peak_alloc_base);
+  if (candidate > static_cast<int64_t>(tsd.peak_max)) tsd.peak_max = static_cast<uint64_t>(candidate);
+}
+
+void peak_reset(Tsd& tsd) {
+  tsd.peak_max = 0;
+  tsd.peak_alloc_base = tsd.allocated - tsd.deallocated;
+}
+
+}  // namespace
+
+bool ensure_booted() {
+  if (g_booted) return true;
+  if (!stats_boot()) return false;
+  g_max_background_threads = max_background_threads_opt();
+  g_booted = true;
+  return true;
+}
+
+int node_absent(Req&) { return ENOENT; }
+
+// ---- version, epoch, background threads ---------------------------------------------------------
+
+int node_version(Req& r) {
+  if (int e = readonly(r)) return e;
+  const char* v = config::kVersion;
+  return read_out(r, v);
+}
+
+int node_epoch(Req& r) {
+  MutexGuard g(g_ctl_mtx);
+  uint64_t ignored;
+  if (int e = write_in(r, &ignored)) return e;
+  if (r.writing()) stats_refresh();
+  uint64_t epoch = stats_global().epoch;
+  return read_out(r, epoch);
+}
+
+// Background threads are not implemented: nothing runs, so the switch reads false; turning it
+// off is a no-op and turning it on fails the way 5.3.0 reports a failed start (EFAULT, after
+// the old value was delivered).
+int node_background_thread(Req& r) {
+  MutexGuard g(g_ctl_mtx);
+  bool old = false;
+  bool v = old;
+  if (int e = write_in(r, &v)) return e;
+  if (int e = read_out(r, old)) return e;
+  return v == old ? 0 : EFAULT;
+}
+
+int node_max_background_threads(Req& r) {
+  MutexGuard g(g_ctl_mtx);
+  size_t old = g_max_background_threads;
+  size_t v = old;
+  if (int e = write_in(r, &v)) return e;
+  if (int e = read_out(r, old)) return e;
+  if (v == old) return 0;
+  if (v > max_background_threads_opt()) return EINVAL;
+  g_max_background_threads = v;
+  return 0;
+}
+
+// ---- thread.* -------------------------------------------------------------------------------
+
+int node_thread_arena(Req& r) {
+  Tsd& tsd = tsd_fetch();
+  Arena* old = tsd_arena(tsd);
+  if (old == nullptr) return EAGAIN;
+  unsigned oldind = old->ind();
+  unsigned newind = oldind;
+  if (int e = write_in(r, &newind)) return e;
+  if (int e = read_out(r, oldind)) return e;
+  if (newind == oldind) return 0;
+  if (newind >= arenas_narenas_total()) return EFAULT;
+  // With per-CPU arenas the automatic range is assigned by CPU, not by the thread.
+  if (g_opt.percpu_arena_mode != PercpuArenaMode::kDisabled && newind < arenas_narenas_auto()) {
+    return EPERM;
+  }
+  Arena* target = (arenas_huge_enabled() && newind == arenas_huge_ind())
+                      ? arena_huge()
+                      : arena_get(newind, /*create=*/true);
+  if (target == nullptr) return EAGAIN;
+  tsd_set_arena(tsd, target);
+  return 0;
+}
+
+int node_thread_allocated(Req& r) {
+  if (int e = readonly(r)) return e;
+  return read_out(r, tsd_fetch().allocated);
+}
+
+int node_thread_allocatedp(Req& r) {
+  if (int e = readonly(r)) return e;
+  uint64_t* p = &tsd_fetch().allocated;
+  return read_out(r, p);
+}
+
+int node_thread_deallocated(Req& r) {
+  if (int e = readonly(r)) return e;
+  return read_out(r, tsd_fetch().deallocated);
+}
+
+int node_thread_deallocatedp(Req& r) {
+  if (int e = readonly(r)) return e;
+  uint64_t* p = &tsd_fetch().deallocated;
+  return read_out(r, p);
+}
+
+int node_thread_tcache_enabled(Req& r) {
+  Tsd& tsd = tsd_fetch();
+  bool old = tsd.tcache_enabled;
+  if (r.writing()) {
+    bool v;
+    if (int e = write_in(r, &v)) return e;
+    tsd_set_tcache_enabled(tsd, v);
+  }
+  return read_out(r, old);
+}
+
+int node_thread_tcache_flush(Req& r) {
+  Tcache* t = tsd_tcache(tsd_fetch());
+  if (t == nullptr) return EFAULT;  // checked before the arguments, as in 5.3.0
+  if (int e = neither_read_nor_write(r)) return e;
+  tcache_flush_all(t);
+  return 0;
+}
+
+int node_thread_peak_read(Req& r) {
+  if constexpr (!config::kStats) return ENOENT;
+  if (int e = readonly(r)) return e;
+  Tsd& tsd = tsd_fetch();
+  peak_update(tsd);
+  return read_out(r, tsd.peak_max);
+}
+
+int node_thread_peak_reset(Req& r) {
+  if constexpr (!config::kStats) return ENOENT;
+  if (int e = neither_read_nor_write(r)) return e;
+  peak_reset(tsd_fetch());
+  return 0;
+}
+
+int node_thread_idle(Req& r) {
+  if (int e = neither_read_nor_write(r)) return e;
+  Tsd& tsd = tsd_fetch();
+  if (Tcache* t = tsd_tcache(tsd)) tcache_flush_all(t);
+  // 5.3.0's heuristic: with many arenas per CPU a thread likely owns its arena, so purging it
+  // is worth it; with few, the arena is shared and busy.
+  if (g_opt.narenas > sysinfo::ncpus() * 2) {
+    if (Arena* a = tsd_arena(tsd)) a->decay(/*is_background_thread=*/false, /*all=*/true);
+  }
+  return 0;
+}
+
+// ---- config.*, opt.* ------------------------------------------------------------------------
+
+int node_config_malloc_conf(Req& r) {
+  if (int e = readonly(r)) return e;
+  const char* v = config::kMallocConf;
+  return read_out(r, v);
+}
+
+int node_opt(Req& r) {
+  const Node* node;
+  if (lookup_mib(r.mib, 2, &node) != 0) return ENOENT;
+  const OptDesc* d = opt_find(node->name, std::strlen(node->name));
+  if (d == nullptr) return ENOENT;  // a feature this build leaves out (checked first, as 5.3.0)
+  if (int e = readonly(r)) return e;
+  return read_bytes(r, d->ptr, d->size);
+}
+
+// ---- tcache.* (explicit thread caches) ------------------------------------------------------
+
+int node_tcache_create(Req& r) {
+  if (int e = readonly(r)) return e;
+  if (int e = verify_read<unsigned>(r)) return e;
+  Arena* a = tsd_arena(tsd_fetch());
+  unsigned ind;
+  if (a == nullptr || !tcaches_create(a, &ind)) return EFAULT;
+  return read_out(r, ind);
+}
+
+// Flushing or destroying an index that holds no cache is a no-op (5.3.0 does not check).
+int node_tcache_flush(Req& r) {
+  if (int e = writeonly(r)) return e;
+  unsigned ind;
+  if (int e = assured_write(r, &ind)) return e;
+  tcaches_flush(ind);
+  return 0;
+}
+
+int node_tcache_destroy(Req& r) {
+  if (int e = writeonly(r)) return e;
+  unsigned ind;
+  if (int e = assured_write(r, &ind)) return e;
+  tcaches_destroy(ind);
+  return 0;
+}
+
+// ---- arenas.* -------------------------------------------------------------------------------
+
+int node_arenas_narenas(Req& r) {
+  MutexGuard g(g_ctl_mtx);
+  if (int e = readonly(r)) return e;
+  unsigned n = arenas_narenas_total();
+  return read_out(r, n);
+}
+
+namespace {
+
+template <bool kDirty>
+int arenas_decay_ms(Req& r) {
+  if (r.reading()) {
+    ssize_t old = static_cast<ssize_t>(kDirty ? arenas_dirty_decay_ms_default()
+                                              : arenas_muzzy_decay_ms_default());
+    if (int e = read_out(r, old)) return e;
+  }
+  if (r.writing()) {
+    ssize_t v;
+    if (int e = write_in(r, &v)) return e;
+    bool ok = kDirty ? arenas_set_dirty_decay_ms_default(v) : arenas_set_muzzy_decay_ms_default(v);
+    if (!ok) return EFAULT;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int node_arenas_dirty_decay_ms(Req& r) { return arenas_decay_ms<true>(r); }
+int node_arenas_muzzy_decay_ms(Req& r) { return arenas_decay_ms<false>(r); }
+
+int node_arenas_tcache_max(Req& r) {
+  if (int e = readonly(r)) return e;
+  return read_out(r, g_tcache_geo.maxclass);
+}
+
+int node_arenas_nhbins(Req& r) {
+  if (int e = readonly(r)) return e;
+  unsigned v = g_tcache_geo.nhbins;
+  return read_out(r, v);
+}
+
+int node_arenas_bin_size(Req& r) {
+  if (int e = readonly(r)) return e;
+  size_t v = sc::kBinInfo[r.mib[2]].reg_size;
+  return read_out(r, v);
+}
+
+int node_arenas_bin_nregs(Req& r) {
+  if (int e = readonly(r)) return e;
+  uint32_t v = sc::kBinInfo[r.mib[2]].nregs;
+  return read_out(r, v);
+}
+
+int node_arenas_bin_slab_size(Req& r) {
+  if (int e = readonly(r)) return e;
+  size_t v = sc::kBinInfo[r.mib[2]].slab_size;
+  return read_out(r, v);
+}
+
+int node_arenas_bin_nshards(Req& r) {
+  if (int e = readonly(r)) return e;
+  uint32_t v = sc::kBinInfo[r.mib[2]].n_shards;
+  return read_out(r, v);
+}
+
+int node_arenas_lextent_size(Req& r) {
+  if (int e = readonly(r)) return e;
+  size_t v = sz::index2size(static_cast<szind_t>(sc::kNBins + r.mib[2]));
+  return read_out(r, v);
+}
+
+int node_arenas_create(Req& r) {
+  MutexGuard g(g_ctl_mtx);
+  // Nothing is created unless the index can be delivered.
+  if (int e = verify_read<unsigned>(r)) return e;
+  extent_hooks_t* hooks = nullptr;
+  if (int e = write_in(r, &hooks)) return e;
+  unsigned ind;
+  if (!arena_create_manual(hooks, &ind)) return EAGAIN;
+  return read_out(r, ind);
+}
+
+int node_arenas_lookup(Req& r) {
+  MutexGuard g(g_ctl_mtx);
+  void* ptr = nullptr;
+  if (int e = write_in(r, &ptr)) return e;
+  if (ptr == nullptr) return EINVAL;
+  Edata* e = g_emap.lookup(ptr);
+  if (e == nullptr) return EINVAL;
+  Arena* a = arena_get(e->arena_ind, false);
+  if (a == nullptr) return EINVAL;
+  unsigned ind = a->ind();
+  return read_out(r, ind);
+}
+
+int node_stats_zero_reallocs(Req& r) {
+  if constexpr (!config::kStats) return ENOENT;
+  if (int e = readonly(r)) return e;
+  size_t v = g_zero_reallocs.load(std::memory_order_relaxed);
+  return read_out(r, v);
+}
+
+}  // namespace ctl
+
+// ---- entry points -----------------------------------------------------------------------------
+
+int ctl_byname(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen) {
+  if (name == nullptr) return ENOENT;
+  size_t mib[ctl::kMaxDepth];
+  size_t depth = ctl::kMaxDepth;
+  const ctl::Node* node;
+  {
+    MutexGuard g(ctl::g_ctl_mtx);
+    if (!ctl::ensure_booted()) return EAGAIN;
+    if (int e = ctl::lookup_name(name, &node, mib, &depth)) return e;
+  }
+  if (node->handler == nullptr) return ENOENT;  // an interior node
+  ctl::Req r{mib, depth, oldp, oldlenp, newp, newlen};
+  return node->handler(r);
+}
+
+int ctl_nametomib(const char* name, size_t* mibp, size_t* miblenp) {
+  if (name == nullptr || mibp == nullptr || miblenp == nullptr) return EINVAL;
+  MutexGuard g(ctl::g_ctl_mtx);
+  if (!ctl::ensure_booted()) return EAGAIN;
+  const ctl::Node* node;
+  return ctl::lookup_name(name, &node, mibp, miblenp);
+}
+
+int ctl_bymib(const size_t* mib, size_t miblen, void* oldp, size_t* oldlenp, void* newp,
+              size_t newlen) {
+  if (mib == nullptr && miblen != 0) return EINVAL;
+  const ctl::Node* node;
+  {
+    MutexGuard g(ctl::g_ctl_mtx);
+    if (!ctl::ensure_booted()) return EAGAIN;
+    if (int e = ctl::lookup_mib(mib, miblen, &node)) return e;
+  }
+  if (node->handler == nullptr) return ENOENT;  // a partial MIB
+  ctl::Req r{mib, miblen, oldp, oldlenp, newp, newlen};
+  return node->handler(r);
+}
+
+void ctl_count_zero_realloc() { ctl::g_zero_reallocs.fetch_add(1, std::memory_order_relaxed); }
+
+void ctl_prefork() { ctl::g_ctl_mtx.prefork(); }
+void ctl_postfork_parent() { ctl::g_ctl_mtx.postfork_parent(); }
+void ctl_postfork_child() { ctl::g_ctl_mtx.postfork_child(); }
+
+}  // namespace je

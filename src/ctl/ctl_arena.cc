@@ -1,0 +1,241 @@
+// ctl_arena.cc: the `arena.<i>.*` nodes -- per-arena settings and actions.
+//
+// <i> is an arena index below arenas.narenas, MALLCTL_ARENAS_ALL (4096), its deprecated alias
+// arenas.narenas itself, or MALLCTL_ARENAS_DESTROYED (4097). Only purge, decay, dss and
+// initialized give ALL a meaning; the settings answer EFAULT there, as in 5.3.0 (Doris relies on
+// arena.4096.dirty_decay_ms failing).
+// Locking: actions that may call user extent hooks (purge, decay, reset, decay-time changes) run
+// without the ctl mutex, so a hook may itself use mallctl. Destroying an arena is the exception:
+// it runs under the ctl mutex, after waiting for any "all arenas" purge in flight to finish, so
+// neither such a purge nor a stats refresh can touch an arena while it is being unmapped (jemalloc
+// leaves both races to the caller). Using an arena from another thread while destroying it stays
+// the caller's bug, as in jemalloc.
+#include <sched.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "arena/arena.h"
+#include "arena/arenas.h"
+#include "ctl/ctl_handlers.h"
+#include "ctl/ctl_stats.h"
+#include "extent/ehooks.h"
+#include "meta/sz.h"
+#include "support/nstime.h"
+#include "support/opt.h"
+
+namespace je::ctl {
+
+namespace {
+
+/// The live arena at `ind` (any index, including the special ones), or nullptr.
+Arena* arena_at(unsigned ind) { return ind < kMaxArenas ? arena_get(ind, false) : nullptr; }
+
+/// ALL, or its deprecated alias: the current arenas.narenas.
+bool means_all(unsigned ind) { return ind == kArenasAll || ind == arenas_narenas_total(); }
+
+/// "All arenas" purges/decays in flight: they walk the registry without the ctl mutex, so
+/// arena.<i>.destroy waits for them (new ones cannot start while it holds the mutex).
+constinit std::atomic<unsigned> g_all_walkers{0};
+
+int node_initialized(Req& r) {
+  if (int e = readonly(r)) return e;
+  unsigned ind;
+  if (int e = mib_unsigned(r, 1, &ind)) return e;
+  bool v;
+  {
+    MutexGuard g(g_ctl_mtx);
+    v = stats_arena_initialized(ind);
+  }
+  return read_out(r, v);
+}
+
+/// arena.<i>.decay (advance decay, purge what is due) and arena.<i>.purge (purge everything).
+template <bool kAll>
+int node_decay_or_purge(Req& r) {
+  if (int e = neither_read_nor_write(r)) return e;
+  unsigned ind;
+  if (int e = mib_unsigned(r, 1, &ind)) return e;
+  if (means_all(ind)) {
+    unsigned n;
+    {
+      MutexGuard g(g_ctl_mtx);
+      g_all_walkers.fetch_add(1, std::memory_order_relaxed);
+      n = arenas_narenas_total();
+    }
+    for (unsigned i = 0; i < n; i++) {
+      if (Arena* a = arena_at(i)) a->decay(/*is_background_thread=*/false, kAll);
+    }
+    g_all_walkers.fetch_sub(1, std::memory_order_release);
+  } else if (Arena* a = arena_at(ind)) {
+    a->decay(/*is_background_thread=*/false, kAll);
+  }
+  // An index without an arena (not created yet, destroyed, or MALLCTL_ARENAS_DESTROYED) has
+  // nothing to purge.
+  return 0;
+}
+
+/// Common checks of reset and destroy: a void node on a manual arena.
+int manual_target(Req& r, unsigned* ind, Arena** a) {
+  if (int e = neither_read_nor_write(r)) return e;
+  if (int e = mib_unsigned(r, 1, ind)) return e;
+  *a = arena_at(*ind);
+  if (*a == nullptr || !(*a)->manual()) return EFAULT;
+  return 0;
+}
+
+int node_reset(Req& r) {
+  unsigned ind;
+  Arena* a;
+  if (int e = manual_target(r, &ind, &a)) return e;
+  a->reset();
+  return 0;
+}
+
+int node_destroy(Req& r) {
+  MutexGuard g(g_ctl_mtx);
+  unsigned ind;
+  Arena* a;
+  if (int e = manual_target(r, &ind, &a)) return e;
+  if (a->nthreads[0].load(std::memory_order_relaxed) != 0 ||
+      a->nthreads[1].load(std::memory_order_relaxed) != 0) {
+    return EFAULT;
+  }
+  while (g_all_walkers.load(std::memory_order_acquire) != 0) sched_yield();
+  // Reset first so that the destroyed view gets the final event counters of an empty arena.
+  a->reset();
+  stats_arena_destroying(ind, a);
+  return arena_destroy_manual(ind) ? 0 : EFAULT;
+}
+
+/// dss precedence: this build never uses sbrk, so every arena (and the default for new arenas)
+/// reads "disabled"; writing "disabled" is accepted, "primary"/"secondary" cannot be honoured
+/// (EFAULT, as a 5.3.0 build without dss support answers), anything else is EINVAL.
+int node_dss(Req& r) {
+  MutexGuard g(g_ctl_mtx);
+  const char* dss = nullptr;
+  if (int e = write_in(r, &dss)) return e;
+  unsigned ind;
+  if (int e = mib_unsigned(r, 1, &ind)) return e;
+  bool wants_sbrk = false;
+  if (dss != nullptr) {
+    if (std::strcmp(dss, kDssNames[static_cast<unsigned>(DssPrec::kPrimary)]) == 0 ||
+        std::strcmp(dss, kDssNames[static_cast<unsigned>(DssPrec::kSecondary)]) == 0) {
+      wants_sbrk = true;
+    } else if (std::strcmp(dss, kDssNames[static_cast<unsigned>(DssPrec::kDisabled)]) != 0) {
+      return EINVAL;
+    }
+  }
+  if (!means_all(ind) && arena_at(ind) == nullptr) return EFAULT;
+  if (wants_sbrk) return EFAULT;
+  const char* old = kDssNames[static_cast<unsigned>(DssPrec::kDisabled)];
+  return read_out(r, old);
+}
+
+int node_oversize_threshold(Req& r) {
+  unsigned ind;
+  if (int e = mib_unsigned(r, 1, &ind)) return e;
+  Arena* a = arena_at(ind);
+  if (a == nullptr) return EFAULT;
+  if (r.reading()) {
+    size_t old = a->pac.oversize_threshold();
+    if (int e = read_out(r, old)) return e;
+  }
+  if (r.writing()) {
+    size_t v;
+    if (int e = write_in(r, &v)) return e;
+    a->pac.set_oversize_threshold(v);
+  }
+  return 0;
+}
+
+template <ExtentState kWhich>
+int node_decay_ms(Req& r) {
+  unsigned ind;
+  if (int e = mib_unsigned(r, 1, &ind)) return e;
+  Arena* a = arena_at(ind);
+  if (a == nullptr) return EFAULT;  // includes MALLCTL_ARENAS_ALL: no "all arenas" setting
+  if (r.reading()) {
+    ssize_t old = static_cast<ssize_t>(a->pac.decay_ms_get(kWhich));
+    if (int e = read_out(r, old)) return e;
+  }
+  if (r.writing()) {
+    ssize_t v;
+    if (int e = write_in(r, &v)) return e;
+    if (!a->pac.decay_ms_set(kWhich, v, nstime_now_ns())) return EFAULT;
+  }
+  return 0;
+}
+
+int node_extent_hooks(Req& r) {
+  MutexGuard g(g_ctl_mtx);
+  unsigned ind;
+  if (int e = mib_unsigned(r, 1, &ind)) return e;
+  if (ind >= arenas_narenas_total()) return EFAULT;
+  Arena* a = arena_at(ind);
+  if (a == nullptr) {
+    // An automatic arena not created yet reads the defaults; writing creates it with the
+    // given hooks. Other missing indices (huge arena not used yet, destroyed) cannot.
+    if (ind >= arenas_narenas_auto()) return EFAULT;
+    extent_hooks_t* old = const_cast<extent_hooks_t*>(&kDefaultExtentHooks);
+    if (int e = read_out(r, old)) return e;
+    if (r.writing()) {
+      extent_hooks_t* hooks;
+      if (int e = write_in(r, &hooks)) return e;
+      a = arena_get(ind, /*create=*/true);
+      if (a == nullptr) return EFAULT;
+      a->pac.ehooks.exchange(hooks);
+    }
+    return 0;
+  }
+  if (r.writing()) {
+    extent_hooks_t* hooks;
+    if (int e = write_in(r, &hooks)) return e;
+    extent_hooks_t* old = a->pac.ehooks.exchange(hooks);
+    return read_out(r, old);
+  }
+  extent_hooks_t* cur = a->pac.ehooks.get();
+  return read_out(r, cur);
+}
+
+int node_retain_grow_limit(Req& r) {
+  // Only meaningful when address space is retained.
+  if (!g_opt.retain) return ENOENT;
+  MutexGuard g(g_ctl_mtx);
+  unsigned ind;
+  if (mib_unsigned(r, 1, &ind) != 0) return EFAULT;
+  Arena* a = ind < arenas_narenas_total() ? arena_at(ind) : nullptr;
+  if (a == nullptr) return EFAULT;
+  size_t old;
+  if (r.writing()) {
+    size_t limit;
+    if (int e = write_in(r, &limit)) return e;
+    if (!a->pac.set_retain_grow_limit(limit, &old)) return EFAULT;
+  } else {
+    MutexGuard gg(a->pac.grow_mtx);
+    old = sz::pind2sz(a->pac.exp_grow.limit);
+  }
+  return read_out(r, old);
+}
+
+}  // namespace
+
+bool index_arena(const size_t*, size_t, size_t i) {
+  return i == kArenasAll || i == kArenasDestroyed || i <= arenas_narenas_total();
+}
+
+constexpr Node kArenaChildren[kNArenaChildren] = {
+    leaf("initialized", &node_initialized),
+    leaf("decay", &node_decay_or_purge<false>),
+    leaf("purge", &node_decay_or_purge<true>),
+    leaf("reset", &node_reset),
+    leaf("destroy", &node_destroy),
+    leaf("dss", &node_dss),
+    leaf("oversize_threshold", &node_oversize_threshold),
+    leaf("dirty_decay_ms", &node_decay_ms<ExtentState::kDirty>),
+    leaf("muzzy_decay_ms", &node_decay_ms<ExtentState::kMuzzy>),
+    leaf("extent_hooks", &node_extent_hooks),
+    leaf("retain_grow_limit", &node_retain_grow_limit),
+};
+
+}  // namespace je::ctl
