@@ -188,7 +188,9 @@ bool parse_magnitude(const char* s, size_t len, int base, bool allow_minus, bool
 
 constinit std::atomic<MessageWriter> g_writer{nullptr};
 
-void default_write(const char* s) {
+}  // namespace
+
+void io_write_stderr(const char* s) {
   size_t n = strlen(s);
   while (n > 0) {
     ssize_t w = write(STDERR_FILENO, s, n);
@@ -201,7 +203,6 @@ void default_write(const char* s) {
   }
 }
 
-}  // namespace
 
 size_t je_vsnprintf(char* buf, size_t size, const char* fmt, va_list ap_in) {
   Out o{buf, size};
@@ -400,7 +401,7 @@ void io_write(const char* s) {
   if (w != nullptr) {
     w(s);
   } else {
-    default_write(s);
+    io_write_stderr(s);
   }
 }
 

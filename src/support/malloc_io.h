@@ -49,6 +49,9 @@ void io_set_writer(MessageWriter w);
 /// partial writes and EINTR.
 void io_write(const char* s);
 
+/// Writes straight to fd 2 (the default writer), retrying partial writes and EINTR.
+void io_write_stderr(const char* s);
+
 /// Formats into a 4 KiB stack buffer and io_write()s it; longer output is truncated.
 void io_printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 

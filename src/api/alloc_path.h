@@ -1,0 +1,143 @@
+// alloc_path.h: the allocation and deallocation paths shared by every public entry point.
+//
+// Call tree (hot to cold):
+//   malloc / operator new / mallocx(flags = 0)
+//     -> malloc_fast: size <= 4 KiB, class from the lookup table, thread event threshold not
+//        reached, thread-cache bin not at its low-water mark  => pop, count, return
+//     -> (tail call) alloc_slow: initialize library/thread if needed, decode the request
+//        -> ialloc: small  -> tcache pop / tcache fill from the arena bin / arena bin directly
+//                   large  -> tcache (<= tcache_max) / arena large (huge arena >= threshold)
+//   free / operator delete / dallocx
+//     -> free_fast: emap entry (two loads) says slab; event threshold; bin not full => push
+//     -> (tail call) free_slow -> idalloc: tcache push / flush / arena dalloc
+//   realloc / rallocx / xallocx -> iralloc / ixalloc: in place when the class allows it
+//        (same small class, or large expand/shrink in place), else allocate, copy, free.
+// Fast paths are always-inline into each exported function; slow paths are noinline+cold and
+// take the same arguments so the compiler emits a tail call.
+// Layer: api (the only layer that may define public names, and the only one that calls up
+// into every other layer). Concurrency: see the layers below; this file holds no locks.
+// jemalloc mapping: imalloc_fastpath / malloc_default, free_fastpath / free_default, ifree,
+// isfree, iralloct, ixalloc, arena_malloc/arena_palloc/arena_ralloc (src/jemalloc.c, arena.c).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "arena/arena.h"
+#include "extent/emap.h"
+#include "meta/sz.h"
+#include "support/compiler.h"
+#include "thread/tcache.h"
+#include "thread/tsd.h"
+
+namespace je::api {
+
+/// Decoded `flags` of the *allocx family (MALLOCX_* in the public header).
+struct Flags {
+  size_t alignment = 0;  // 0 = natural
+  bool zero = false;
+  unsigned tcache = 0;   // 0 automatic, 1 none, n >= 2 explicit cache n - 2
+  unsigned arena = 0;    // 0 automatic, n >= 1 arena n - 1
+  static Flags decode(int flags) {
+    Flags f;
+    unsigned lg = static_cast<unsigned>(flags) & 0x3f;
+    f.alignment = lg == 0 ? 0 : size_t{1} << lg;
+    f.zero = (flags & 0x40) != 0;
+    f.tcache = (static_cast<unsigned>(flags) >> 8) & 0xfff;
+    f.arena = (static_cast<unsigned>(flags) >> 20) & 0xfff;
+    return f;
+  }
+};
+
+inline constexpr unsigned kTcacheAuto = 0;
+inline constexpr unsigned kTcacheNone = 1;
+
+/// Usable size for a request, 0 when impossible (too large or bad alignment).
+JE_ALWAYS_INLINE size_t usize_for(size_t size, size_t alignment) {
+  if (JE_LIKELY(alignment == 0)) return sz::s2u(size);
+  return sz::sa2u(size, alignment);
+}
+
+// ---- slow paths (src/api/alloc_path.cc) ------------------------------------------------------
+/// malloc semantics (errno = ENOMEM on failure).
+JE_NOINLINE_COLD void* malloc_slow(size_t size);
+/// mallocx(size, 0) semantics (errno untouched).
+JE_NOINLINE_COLD void* mallocx_slow(size_t size);
+JE_NOINLINE_COLD void free_slow(void* ptr);
+JE_NOINLINE_COLD void sized_free_slow(void* ptr, size_t size);
+
+/// General allocation: usize from usize_for(); nullptr on failure (errno untouched).
+void* allocate(size_t usize, size_t alignment, bool zero, unsigned tcache_flag, unsigned arena_flag);
+/// General deallocation of a pointer we own (ptr non-null).
+void deallocate(void* ptr, unsigned tcache_flag);
+/// Deallocation with a size hint (sdallocx, sized delete): the class comes from the size.
+void deallocate_sized(void* ptr, size_t usize, unsigned tcache_flag);
+/// realloc/rallocx: resize, moving if needed. nullptr on failure (old block intact).
+void* reallocate(void* ptr, size_t size, size_t alignment, bool zero, unsigned tcache_flag,
+                 unsigned arena_flag);
+/// xallocx: resize in place only; returns the resulting usable size.
+size_t resize_in_place(void* ptr, size_t size, size_t extra, size_t alignment, bool zero);
+/// Usable size of an allocation.
+size_t usable_size(const void* ptr);
+/// Make sure the library is initialized (first call from any entry point). False on failure.
+bool ensure_init();
+
+// ---- fast paths ------------------------------------------------------------------------------
+
+/// The small-allocation fast path; `Slow` is the entry point's own slow path (errno for
+/// malloc, none for mallocx, new-handler + throw for operator new) and gets a tail call.
+template <void* (*Slow)(size_t)>
+JE_ALWAYS_INLINE void* alloc_fast(size_t size) {
+  if (JE_LIKELY(size <= sc::kLookupMaxClass)) {
+    Tsd& tsd = t_tsd;
+    szind_t ind = sz::size2index(size);
+    uint64_t after = tsd.allocated + sz::index2size(ind);
+    if (JE_LIKELY(after < tsd.allocated_next_event_fast)) {
+      CacheBin& bin = tsd.tcache.bins[ind];
+      void* p = bin.pop_fast();
+      if (JE_LIKELY(p != nullptr)) {
+        tsd.allocated = after;
+        if constexpr (config::kStats) bin.nrequests++;
+        return p;
+      }
+    }
+  }
+  return Slow(size);
+}
+
+JE_ALWAYS_INLINE void* malloc_fast(size_t size) { return alloc_fast<malloc_slow>(size); }
+
+JE_ALWAYS_INLINE void free_fast(void* ptr) {
+  uint64_t v = g_emap.rtree().read(addr_of(ptr));
+  if (JE_LIKELY((v >> Emap::kSlabShift) & 1)) {
+    Tsd& tsd = t_tsd;
+    szind_t ind = static_cast<szind_t>((v >> Emap::kSzindShift) & 0xff);
+    uint64_t after = tsd.deallocated + sz::index2size(ind);
+    if (JE_LIKELY(after < tsd.deallocated_next_event_fast)) {
+      if (JE_LIKELY(tsd.tcache.bins[ind].push_fast(ptr))) {
+        tsd.deallocated = after;
+        return;
+      }
+    }
+  }
+  free_slow(ptr);
+}
+
+/// Sized free: the class comes from the size, no map lookup (the caller vouches for it).
+JE_ALWAYS_INLINE void sized_free_fast(void* ptr, size_t size) {
+  if (JE_LIKELY(size <= sc::kLookupMaxClass)) {
+    Tsd& tsd = t_tsd;
+    szind_t ind = sz::size2index(size);
+    uint64_t after = tsd.deallocated + sz::index2size(ind);
+    if (JE_LIKELY(after < tsd.deallocated_next_event_fast && ptr != nullptr)) {
+      if (JE_LIKELY(tsd.tcache.bins[ind].push_fast(ptr))) {
+        tsd.deallocated = after;
+        return;
+      }
+    }
+  }
+  sized_free_slow(ptr, size);
+}
+
+}  // namespace je::api

@@ -1,0 +1,65 @@
+// fork.cc: pthread_atfork handlers (see fork.h).
+#include "api/fork.h"
+
+#include <pthread.h>
+
+#include "api/init.h"
+#include "arena/arena.h"
+#include "arena/arenas.h"
+#include "ctl/ctl.h"
+#include "extent/emap.h"
+#include "meta/base.h"
+#include "thread/tcache.h"
+
+namespace je::api {
+
+namespace {
+
+template <class F>
+void for_each_arena(F f) {
+  unsigned n = arenas_narenas_total();
+  for (unsigned i = 0; i < n; i++) {
+    if (Arena* a = arena_get(i, false)) f(a);
+  }
+}
+
+void prefork() {
+  if (!g_initialized.load(std::memory_order_acquire)) return;
+  ctl_prefork();
+  tcaches_prefork();
+  arenas_prefork();
+  for (unsigned stage = 0; stage < Arena::kPreforkStages; stage++) {
+    // The radix tree and the global base rank between the ecaches and the arena bases.
+    if (stage == 3) {
+      g_emap.rtree().prefork();
+      base_global()->prefork();
+    }
+    for_each_arena([stage](Arena* a) { a->prefork(stage); });
+  }
+}
+
+void postfork_parent() {
+  if (!g_initialized.load(std::memory_order_acquire)) return;
+  for_each_arena([](Arena* a) { a->postfork_parent(); });
+  base_global()->postfork_parent();
+  g_emap.rtree().postfork_parent();
+  arenas_postfork_parent();
+  tcaches_postfork_parent();
+  ctl_postfork_parent();
+}
+
+void postfork_child() {
+  if (!g_initialized.load(std::memory_order_acquire)) return;
+  for_each_arena([](Arena* a) { a->postfork_child(); });
+  base_global()->postfork_child();
+  g_emap.rtree().postfork_child();
+  arenas_postfork_child();
+  tcaches_postfork_child();
+  ctl_postfork_child();
+}
+
+}  // namespace
+
+void fork_register() { pthread_atfork(prefork, postfork_parent, postfork_child); }
+
+}  // namespace je::api

@@ -1,0 +1,72 @@
+// init.cc: library initialization (see init.h).
+#include "api/init.h"
+
+#include <pthread.h>
+
+#include "api/fork.h"
+#include "api/globals.h"
+#include "arena/arenas.h"
+#include "ctl/conf.h"
+#include "extent/ehooks.h"
+#include "meta/base.h"
+#include "os/pages.h"
+#include "os/sysinfo.h"
+#include "support/config.h"
+#include "support/malloc_io.h"
+#include "support/mutex.h"
+#include "support/opt.h"
+#include "thread/tcache.h"
+#include "thread/tsd.h"
+
+namespace je::api {
+
+std::atomic<bool> g_initialized{false};
+
+namespace {
+
+constinit pthread_mutex_t g_init_mtx = PTHREAD_MUTEX_INITIALIZER;
+constinit bool g_init_running = false;
+constinit pthread_t g_init_thread = {};
+
+bool init_hard() {
+  io_set_writer(&forward_message);
+  ConfSources sources;
+  sources.built_in = config::kMallocConf;
+  sources.global_malloc_conf = global_malloc_conf();
+  sources.conf_2_conf_harder = global_conf_harder();
+  conf_init(sources);
+  // Spinning before blocking only pays off when another CPU can release the lock.
+  mutex_set_max_spin(sysinfo::ncpus() > 1 ? g_opt.mutex_max_spin : 0);
+  pages::set_trust_madvise(g_opt.trust_madvise);
+  if (!pages::boot()) return false;
+  ehooks_set_thp_always(g_opt.thp_mode == ThpOpt::kAlways);
+  if (base_global(static_cast<MetadataThp>(g_opt.metadata_thp_mode)) == nullptr) return false;
+  if (!arenas_boot()) return false;
+  tcache_boot();
+  return tsd_boot();
+}
+
+}  // namespace
+
+bool malloc_init() {
+  if (g_initialized.load(std::memory_order_acquire)) return true;
+  // A call from inside initialization itself (nothing in init allocates, but be safe) fails
+  // instead of deadlocking.
+  if (g_init_running && pthread_equal(g_init_thread, pthread_self())) return false;
+  pthread_mutex_lock(&g_init_mtx);
+  if (g_initialized.load(std::memory_order_relaxed)) {
+    pthread_mutex_unlock(&g_init_mtx);
+    return true;
+  }
+  g_init_thread = pthread_self();
+  g_init_running = true;
+  bool ok = init_hard();
+  g_init_running = false;
+  if (ok) g_initialized.store(true, std::memory_order_release);
+  pthread_mutex_unlock(&g_init_mtx);
+  // Registered last, with the allocator usable: pthread_atfork may allocate.
+  if (ok) fork_register();
+  return ok;
+}
+
+}  // namespace je::api

@@ -1,0 +1,29 @@
+// mallctl.cc: the control entry points (mallctl, mallctlnametomib, mallctlbymib) and
+// malloc_stats_print; the work is done by src/ctl.
+#include <cerrno>
+
+#include "api/alloc_path.h"
+#include "ctl/ctl.h"
+#include "jemalloc/jemalloc.h"
+
+using namespace je;
+
+extern "C" {
+
+JE_EXPORT int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen) {
+  if (JE_UNLIKELY(!api::ensure_init())) return EAGAIN;
+  return ctl_byname(name, oldp, oldlenp, newp, newlen);
+}
+
+JE_EXPORT int mallctlnametomib(const char* name, size_t* mibp, size_t* miblenp) {
+  if (JE_UNLIKELY(!api::ensure_init())) return EAGAIN;
+  return ctl_nametomib(name, mibp, miblenp);
+}
+
+JE_EXPORT int mallctlbymib(const size_t* mib, size_t miblen, void* oldp, size_t* oldlenp,
+                           void* newp, size_t newlen) {
+  if (JE_UNLIKELY(!api::ensure_init())) return EAGAIN;
+  return ctl_bymib(mib, miblen, oldp, oldlenp, newp, newlen);
+}
+
+}  // extern "C"

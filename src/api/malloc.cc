@@ -1,0 +1,115 @@
+// malloc.cc: the standard C allocation functions (glibc-compatible prototypes).
+//
+// Semantics follow jemalloc 5.3.0 (spec §4.3): malloc(0) returns a unique minimal block;
+// calloc overflow -> NULL + ENOMEM; realloc(p, 0) obeys opt.zero_realloc (default: free and
+// return NULL); posix_memalign returns EINVAL/ENOMEM; aligned_alloc/memalign set errno EINVAL
+// for a non-power-of-two alignment; zero-size aligned requests are bumped to one byte.
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "api/alloc_path.h"
+#include "ctl/ctl.h"
+#include "jemalloc/jemalloc.h"
+#include "support/malloc_io.h"
+#include "support/opt.h"
+
+using namespace je;
+using namespace je::api;
+
+namespace {
+
+JE_NOINLINE_COLD void* aligned_slow(size_t alignment, size_t size, size_t min_alignment,
+                                    int* err) {
+  *err = 0;
+  if (alignment < min_alignment || !is_pow2(alignment)) {
+    *err = EINVAL;
+    return nullptr;
+  }
+  size_t usize = sz::sa2u(size == 0 ? 1 : size, alignment);
+  void* p = usize == 0 ? nullptr : allocate(usize, alignment, false, kTcacheAuto, 0);
+  if (p == nullptr) *err = ENOMEM;
+  return p;
+}
+
+JE_NOINLINE_COLD void* realloc_zero(void* ptr) {
+  switch (g_opt.zero_realloc_action) {
+    case ZeroReallocAction::kAlloc:
+      // Keep the block alive as a minimal allocation, bypassing the cache for a true fit.
+      return reallocate(ptr, 1, 0, false, kTcacheNone, 0);
+    case ZeroReallocAction::kAbort:
+      je_abort_msg("<jemalloc>: Called realloc(non-null-ptr, 0) with zero_realloc:abort set\n");
+    case ZeroReallocAction::kFree:
+    default:
+      ctl_count_zero_realloc();
+      free_fast(ptr);
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+JE_EXPORT void* malloc(size_t size) noexcept { return malloc_fast(size); }
+
+JE_EXPORT void free(void* ptr) noexcept { free_fast(ptr); }
+
+JE_EXPORT void* calloc(size_t num, size_t size) noexcept {
+  size_t total;
+  if (JE_UNLIKELY(__builtin_mul_overflow(num, size, &total))) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  if (JE_LIKELY(total <= sc::kLookupMaxClass)) {
+    void* p = malloc_fast(total);
+    if (JE_LIKELY(p != nullptr)) std::memset(p, 0, total);
+    return p;
+  }
+  // Large: fresh or purged extents are already zero, so let the page allocator decide.
+  void* p = allocate(sz::s2u(total), 0, true, kTcacheAuto, 0);
+  if (JE_UNLIKELY(p == nullptr)) errno = ENOMEM;
+  return p;
+}
+
+JE_EXPORT void* realloc(void* ptr, size_t size) noexcept {
+  if (JE_UNLIKELY(ptr == nullptr)) return malloc_fast(size);
+  if (JE_UNLIKELY(size == 0)) return realloc_zero(ptr);
+  void* p = reallocate(ptr, size, 0, false, kTcacheAuto, 0);
+  if (JE_UNLIKELY(p == nullptr)) errno = ENOMEM;
+  return p;
+}
+
+JE_EXPORT int posix_memalign(void** memptr, size_t alignment, size_t size) noexcept {
+  int err;
+  void* p = aligned_slow(alignment, size, sizeof(void*), &err);
+  if (err == 0) *memptr = p;
+  return err;
+}
+
+JE_EXPORT void* aligned_alloc(size_t alignment, size_t size) noexcept {
+  int err;
+  void* p = aligned_slow(alignment, size, 1, &err);
+  if (err != 0) errno = err;
+  return p;
+}
+
+JE_EXPORT void* memalign(size_t alignment, size_t size) noexcept {
+  int err;
+  void* p = aligned_slow(alignment, size, 1, &err);
+  if (err != 0) errno = err;
+  return p;
+}
+
+JE_EXPORT void* valloc(size_t size) noexcept {
+  int err;
+  void* p = aligned_slow(config::kPage, size, 1, &err);
+  if (err != 0) errno = err;
+  return p;
+}
+
+JE_EXPORT size_t malloc_usable_size(void* ptr) noexcept {
+  return ptr == nullptr ? 0 : usable_size(ptr);
+}
+
+}  // extern "C"

@@ -1,0 +1,108 @@
+// new_delete.cc: the 20 replaceable C++ allocation operators.
+//
+// The one translation unit built with exceptions: on failure, operator new calls the installed
+// std::new_handler and retries, and throws std::bad_alloc when there is none; the nothrow
+// forms run the same loop but return nullptr (a handler's bad_alloc ends the loop). Aligned
+// forms allocate with the requested alignment; sized and aligned deletes pass what they know
+// on, as sdallocx does.
+#include <new>
+
+#include "api/alloc_path.h"
+
+using namespace je;
+using namespace je::api;
+
+namespace {
+
+// Runs the new-handler loop after a failed attempt; returns the allocation or nullptr.
+template <bool kNothrow>
+JE_NOINLINE_COLD void* handle_oom(size_t usize, size_t alignment) {
+  for (;;) {
+    std::new_handler handler = std::get_new_handler();
+    if (handler == nullptr) break;
+    if constexpr (kNothrow) {
+      try {
+        handler();
+      } catch (const std::bad_alloc&) {
+        break;
+      }
+    } else {
+      handler();
+    }
+    void* p = usize == 0 ? nullptr : allocate(usize, alignment, false, kTcacheAuto, 0);
+    if (p != nullptr) return p;
+  }
+  if constexpr (!kNothrow) throw std::bad_alloc();
+  return nullptr;
+}
+
+template <bool kNothrow>
+JE_NOINLINE_COLD void* new_slow(size_t size) {
+  size_t usize = sz::s2u(size);
+  void* p = usize == 0 ? nullptr : allocate(usize, 0, false, kTcacheAuto, 0);
+  return p != nullptr ? p : handle_oom<kNothrow>(usize, 0);
+}
+
+template <bool kNothrow>
+void* new_aligned(size_t size, std::align_val_t al) {
+  size_t alignment = static_cast<size_t>(al);
+  size_t usize = sz::sa2u(size == 0 ? 1 : size, alignment);
+  void* p = usize == 0 ? nullptr : allocate(usize, alignment, false, kTcacheAuto, 0);
+  return p != nullptr ? p : handle_oom<kNothrow>(usize, alignment);
+}
+
+void delete_aligned(void* p, size_t size, std::align_val_t al) {
+  if (p == nullptr) return;
+  deallocate_sized(p, sz::sa2u(size == 0 ? 1 : size, static_cast<size_t>(al)), kTcacheAuto);
+}
+
+}  // namespace
+
+#define JE_CXX_EXPORT __attribute__((visibility("default")))
+
+JE_CXX_EXPORT void* operator new(size_t size) { return alloc_fast<new_slow<false>>(size); }
+JE_CXX_EXPORT void* operator new[](size_t size) { return alloc_fast<new_slow<false>>(size); }
+JE_CXX_EXPORT void* operator new(size_t size, const std::nothrow_t&) noexcept {
+  return alloc_fast<new_slow<true>>(size);
+}
+JE_CXX_EXPORT void* operator new[](size_t size, const std::nothrow_t&) noexcept {
+  return alloc_fast<new_slow<true>>(size);
+}
+JE_CXX_EXPORT void* operator new(size_t size, std::align_val_t al) {
+  return new_aligned<false>(size, al);
+}
+JE_CXX_EXPORT void* operator new[](size_t size, std::align_val_t al) {
+  return new_aligned<false>(size, al);
+}
+JE_CXX_EXPORT void* operator new(size_t size, std::align_val_t al, const std::nothrow_t&) noexcept {
+  return new_aligned<true>(size, al);
+}
+JE_CXX_EXPORT void* operator new[](size_t size, std::align_val_t al,
+                                   const std::nothrow_t&) noexcept {
+  return new_aligned<true>(size, al);
+}
+
+JE_CXX_EXPORT void operator delete(void* p) noexcept { free_fast(p); }
+JE_CXX_EXPORT void operator delete[](void* p) noexcept { free_fast(p); }
+JE_CXX_EXPORT void operator delete(void* p, const std::nothrow_t&) noexcept { free_fast(p); }
+JE_CXX_EXPORT void operator delete[](void* p, const std::nothrow_t&) noexcept { free_fast(p); }
+JE_CXX_EXPORT void operator delete(void* p, size_t size) noexcept { sized_free_fast(p, size); }
+JE_CXX_EXPORT void operator delete[](void* p, size_t size) noexcept { sized_free_fast(p, size); }
+JE_CXX_EXPORT void operator delete(void* p, std::align_val_t) noexcept {
+  if (p != nullptr) deallocate(p, kTcacheAuto);
+}
+JE_CXX_EXPORT void operator delete[](void* p, std::align_val_t) noexcept {
+  if (p != nullptr) deallocate(p, kTcacheAuto);
+}
+JE_CXX_EXPORT void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  if (p != nullptr) deallocate(p, kTcacheAuto);
+}
+JE_CXX_EXPORT void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  if (p != nullptr) deallocate(p, kTcacheAuto);
+}
+JE_CXX_EXPORT void operator delete(void* p, size_t size, std::align_val_t al) noexcept {
+  delete_aligned(p, size, al);
+}
+JE_CXX_EXPORT void operator delete[](void* p, size_t size, std::align_val_t al) noexcept {
+  delete_aligned(p, size, al);
+}

@@ -1,0 +1,57 @@
+// xalloc.cc: jemalloc's non-standard *allocx family.
+//
+// `flags` carries MALLOCX_LG_ALIGN/ALIGN, MALLOCX_ZERO, MALLOCX_TCACHE(tc)/TCACHE_NONE and
+// MALLOCX_ARENA(a) (decoded in alloc_path.h). None of these set errno; failures return NULL
+// (or, for xallocx, the unchanged size).
+#include "api/alloc_path.h"
+#include "jemalloc/jemalloc.h"
+
+using namespace je;
+using namespace je::api;
+
+extern "C" {
+
+JE_EXPORT void* mallocx(size_t size, int flags) {
+  if (JE_LIKELY(flags == 0)) return alloc_fast<mallocx_slow>(size);
+  Flags f = Flags::decode(flags);
+  size_t usize = usize_for(size, f.alignment);
+  if (JE_UNLIKELY(usize == 0)) return nullptr;
+  return allocate(usize, f.alignment, f.zero, f.tcache, f.arena);
+}
+
+JE_EXPORT void* rallocx(void* ptr, size_t size, int flags) {
+  Flags f = Flags::decode(flags);
+  return reallocate(ptr, size, f.alignment, f.zero, f.tcache, f.arena);
+}
+
+JE_EXPORT size_t xallocx(void* ptr, size_t size, size_t extra, int flags) {
+  Flags f = Flags::decode(flags);
+  return resize_in_place(ptr, size, extra, f.alignment, f.zero);
+}
+
+JE_EXPORT size_t sallocx(const void* ptr, int) { return usable_size(ptr); }
+
+JE_EXPORT void dallocx(void* ptr, int flags) {
+  if (JE_LIKELY(flags == 0)) {
+    free_fast(ptr);
+    return;
+  }
+  deallocate(ptr, Flags::decode(flags).tcache);
+}
+
+JE_EXPORT void sdallocx(void* ptr, size_t size, int flags) {
+  if (JE_LIKELY(flags == 0)) {
+    sized_free_fast(ptr, size);
+    return;
+  }
+  Flags f = Flags::decode(flags);
+  deallocate_sized(ptr, usize_for(size, f.alignment), f.tcache);
+}
+
+JE_EXPORT size_t nallocx(size_t size, int flags) {
+  if (JE_UNLIKELY(!ensure_init())) return 0;
+  size_t usize = usize_for(size, Flags::decode(flags).alignment);
+  return usize > sc::kLargeMaxClass ? 0 : usize;
+}
+
+}  // extern "C"

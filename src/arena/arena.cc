@@ -1,0 +1,394 @@
+// arena.cc: small bins, large allocations, decay driving, reset (see arena.h).
+#include "arena/arena.h"
+
+#include <cstring>
+#include <new>
+
+#include "arena/arenas.h"
+#include "extent/emap.h"
+#include "meta/sz.h"
+#include "support/nstime.h"
+#include "support/opt.h"
+#include "support/prng.h"
+
+namespace je {
+
+namespace {
+
+constexpr size_t kPage = config::kPage;
+
+/// Per-thread decay pacing: arenas advance decay every ~1000 allocation events of a thread
+/// (uniformly random period with that mean, so threads do not fire in lock step). Kept here
+/// rather than in the thread layer because every arena path ticks it.
+struct DecayTicker {
+  int32_t tick;
+  uint64_t prng;
+};
+constinit thread_local DecayTicker t_decay_ticker JE_TLS_IE = {0, 0};
+constexpr uint64_t kDecayTicksMean = 1000;
+
+void bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
+
+}  // namespace
+
+Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
+  Base* base = Base::create(ind, static_cast<MetadataThp>(g_opt.metadata_thp_mode));
+  if (base == nullptr) return nullptr;
+  void* mem = base->alloc(sizeof(Arena), alignof(Arena));
+  if (mem == nullptr) {
+    base->destroy();
+    return nullptr;
+  }
+  Arena* a = new (mem) Arena();
+  a->ind_ = ind;
+  a->manual_ = manual;
+  a->base_ = base;
+  a->create_ns_ = nstime_now_ns();
+  a->offset_state_.store(ind + 1, std::memory_order_relaxed);
+  PacOptions o;
+  o.ind = ind;
+  o.base = base;
+  o.hooks = hooks;
+  o.retain = g_opt.retain;
+  o.lg_max_fit = static_cast<unsigned>(g_opt.lg_extent_max_active_fit);
+  o.bounded_coalesce = g_opt.bounded_coalesce;
+  o.oversize_threshold = arenas_oversize_threshold();
+  o.dirty_decay_ms = arenas_dirty_decay_ms_default();
+  o.muzzy_decay_ms = arenas_muzzy_decay_ms_default();
+  o.now_ns = a->create_ns_;
+  if (!a->pac.init(o)) {
+    base->destroy();
+    return nullptr;
+  }
+  return a;
+}
+
+// ---- small -------------------------------------------------------------------------------
+
+Edata* Arena::slab_alloc(szind_t binind) {
+  const sc::BinInfo& bi = sc::kBinInfo[binind];
+  Edata* slab = pac.alloc(bi.slab_size, kPage, /*zero=*/false);
+  if (slab == nullptr) return nullptr;
+  g_emap.remap(slab, binind, /*slab=*/true);
+  if (!g_emap.register_interior(slab)) {
+    pac.dalloc(slab);
+    return nullptr;
+  }
+  slab::init(slab, binind);
+  return slab;
+}
+
+void* Arena::malloc_small(szind_t binind, bool zero) {
+  Bin& bin = bins[binind];
+  void* p;
+  {
+    MutexGuard g(bin.mtx);
+    p = bin.alloc_locked(binind, manual_);
+    if (p != nullptr) {
+      bin.stats.nmalloc++;
+      bin.stats.nrequests++;
+      bin.stats.curregs++;
+    }
+  }
+  if (p == nullptr) {
+    Edata* fresh = slab_alloc(binind);
+    MutexGuard g(bin.mtx);
+    // Another thread may have refilled the bin while the lock was dropped.
+    p = bin.alloc_locked(binind, manual_);
+    if (p == nullptr) {
+      if (fresh == nullptr) return nullptr;
+      bin.install_fresh(fresh, manual_);
+      fresh = nullptr;
+      p = slab::reg_alloc(bin.slabcur, binind);
+    }
+    bin.stats.nmalloc++;
+    bin.stats.nrequests++;
+    bin.stats.curregs++;
+    if (fresh != nullptr) {
+      // Unused fresh slab: keep it as a non-full slab rather than returning it.
+      bin.insert_nonfull(fresh);
+      bin.stats.nslabs++;
+      bin.stats.curslabs++;
+    }
+  }
+  if (zero) std::memset(p, 0, sc::kBinInfo[binind].reg_size);
+  decay_tick();
+  return p;
+}
+
+unsigned Arena::fill_small(szind_t binind, void** out, unsigned n, uint64_t nrequests) {
+  Bin& bin = bins[binind];
+  unsigned filled = 0;
+  bin.mtx.lock();
+  while (filled < n) {
+    if (bin.slabcur != nullptr && bin.slabcur->nfree > 0) {
+      filled += slab::reg_alloc_batch(bin.slabcur, binind, out + filled, n - filled);
+      continue;
+    }
+    if (bin.refill_slabcur(manual_)) continue;
+    // No free region anywhere: get a slab with the lock dropped.
+    bin.mtx.unlock();
+    Edata* fresh = slab_alloc(binind);
+    bin.mtx.lock();
+    if (fresh == nullptr) break;
+    if (bin.slabcur != nullptr && bin.slabcur->nfree > 0) {
+      bin.insert_nonfull(fresh);  // someone refilled meanwhile; use theirs first
+      bin.stats.nslabs++;
+      bin.stats.curslabs++;
+    } else {
+      bin.install_fresh(fresh, manual_);
+    }
+  }
+  bin.stats.nmalloc += filled;
+  bin.stats.nrequests += nrequests;
+  bin.stats.curregs += filled;
+  bin.stats.nfills++;
+  bin.mtx.unlock();
+  decay_tick();
+  return filled;
+}
+
+void Arena::dalloc_small(Edata* slab, szind_t binind, void* ptr) {
+  Bin& bin = bins[binind];
+  bool empty;
+  {
+    MutexGuard g(bin.mtx);
+    empty = bin.dalloc_locked(slab, binind, ptr, manual_);
+    bin.stats.ndalloc++;
+    bin.stats.curregs--;
+  }
+  if (empty) pac.dalloc(slab);
+  decay_tick();
+}
+
+void Arena::dalloc_small_batch(szind_t binind, void* const* ptrs, Edata* const* slabs, unsigned n,
+                               uint64_t nrequests) {
+  Bin& bin = bins[binind];
+  // Emptied slabs are collected under the lock and returned after it, so page-allocator work
+  // (possibly coalescing, possibly purging) never runs under a bin lock.
+  Edata* empty_head = nullptr;
+  {
+    MutexGuard g(bin.mtx);
+    for (unsigned i = 0; i < n; i++) {
+      if (bin.dalloc_locked(slabs[i], binind, ptrs[i], manual_)) {
+        slabs[i]->ql_link.next = empty_head;
+        empty_head = slabs[i];
+      }
+    }
+    bin.stats.ndalloc += n;
+    bin.stats.curregs -= n;
+    bin.stats.nrequests += nrequests;
+    bin.stats.nflushes++;
+  }
+  while (empty_head != nullptr) {
+    Edata* next = empty_head->ql_link.next;
+    empty_head->ql_link = {};
+    pac.dalloc(empty_head);
+    empty_head = next;
+  }
+  decay_tick();
+}
+
+// ---- large -------------------------------------------------------------------------------
+
+void Arena::randomize_offset(Edata* e, size_t alignment) {
+  // The pad page lets the returned pointer start at a random cache line of the first page, so
+  // that large allocations do not all alias in the same cache sets.
+  if constexpr (!config::kCacheOblivious) return;
+  if (alignment >= kPage) return;
+  size_t align = alignment < kCacheline ? kCacheline : alignment;
+  unsigned lg_range = config::kLgPage - lg_floor(align);
+  uint64_t state = offset_state_.load(std::memory_order_relaxed);
+  uint64_t r;
+  uint64_t next;
+  do {
+    next = prng_state_next(state);
+    r = next >> (64 - lg_range);
+  } while (!offset_state_.compare_exchange_weak(state, next, std::memory_order_relaxed));
+  e->addr = ptr_of(e->base_addr() + (r << (config::kLgPage - lg_range)));
+}
+
+void* Arena::malloc_large(size_t usize, size_t alignment, bool zero) {
+  szind_t szind = sz::size2index(usize);
+  Edata* e = pac.alloc(usize + sz::kLargePad, alignment, zero);
+  if (e == nullptr) return nullptr;
+  g_emap.remap(e, szind, /*slab=*/false);
+  if (manual_) {
+    MutexGuard g(large_mtx_);
+    large_.push_back(e);
+  }
+  LargeStats& ls = lstats[szind - sc::kNBins];
+  bump(ls.nmalloc);
+  bump(ls.nrequests);
+  ls.curlextents.fetch_add(1, std::memory_order_relaxed);
+  randomize_offset(e, alignment);
+  decay_tick();
+  return e->addr;
+}
+
+void Arena::dalloc_large(Edata* e) {
+  if (manual_) {
+    MutexGuard g(large_mtx_);
+    large_.remove(e);
+  }
+  LargeStats& ls = lstats[e->szind - sc::kNBins];
+  bump(ls.ndalloc);
+  ls.curlextents.fetch_sub(1, std::memory_order_relaxed);
+  pac.dalloc(e);
+  decay_tick();
+}
+
+void Arena::count_large_requests(szind_t szind, uint64_t n) {
+  bump(lstats[szind - sc::kNBins].nrequests, n);
+}
+
+bool Arena::ralloc_large_no_move(Edata* e, size_t usize_min, size_t usize_max, bool zero) {
+  size_t oldusize = sz::index2size(e->szind);
+  auto resized = [&](size_t usize) {
+    LargeStats& old_ls = lstats[e->szind - sc::kNBins];
+    bump(old_ls.ndalloc);
+    old_ls.curlextents.fetch_sub(1, std::memory_order_relaxed);
+    szind_t szind = sz::size2index(usize);
+    g_emap.remap(e, szind, false);
+    LargeStats& ls = lstats[szind - sc::kNBins];
+    bump(ls.nmalloc);
+    bump(ls.nrequests);
+    ls.curlextents.fetch_add(1, std::memory_order_relaxed);
+  };
+  auto expand = [&](size_t usize) {
+    size_t old_size = e->size;
+    if (!pac.expand(e, old_size, usize + sz::kLargePad, zero)) return false;
+    if (zero && config::kCacheOblivious) {
+      // The old allocation's last page is partly beyond its usable end (the random offset);
+      // those bytes were never promised zero, so clear them up to the page boundary.
+      uintptr_t zbase = addr_of(e->addr) + oldusize;
+      uintptr_t zpast = page_floor(zbase + kPage);
+      std::memset(ptr_of(zbase), 0, zpast - zbase);
+    }
+    resized(usize);
+    return true;
+  };
+  if (usize_max > oldusize) {
+    if (expand(usize_max)) {
+      decay_tick();
+      return true;
+    }
+    if (usize_min < usize_max && usize_min > oldusize && expand(usize_min)) {
+      decay_tick();
+      return true;
+    }
+  }
+  if (oldusize >= usize_min && oldusize <= usize_max) {
+    decay_tick();
+    return true;
+  }
+  if (oldusize > usize_max) {
+    if (pac.shrink(e, e->size, usize_max + sz::kLargePad)) {
+      resized(usize_max);
+      decay_tick();
+      return true;
+    }
+  }
+  return false;
+}
+
+// ---- decay -------------------------------------------------------------------------------
+
+void Arena::decay(bool is_background_thread, bool all) {
+  for (ExtentState which : {ExtentState::kDirty, ExtentState::kMuzzy}) {
+    if (all) {
+      pac.decay_all(which, /*fully=*/true);
+      continue;
+    }
+    Pac::Eagerness eagerness = is_background_thread ? Pac::Eagerness::kAlways
+                                                    : Pac::Eagerness::kOnEpochAdvance;
+    bool advanced;
+    pac.try_decay(which, nstime_now_ns(), eagerness, &advanced);
+  }
+}
+
+void Arena::decay_tick() {
+  DecayTicker& t = t_decay_ticker;
+  if (JE_LIKELY(--t.tick > 0)) return;
+  if (t.prng == 0) t.prng = addr_of(&t) | 1;
+  t.tick = static_cast<int32_t>(1 + prng_range_u64(&t.prng, 2 * kDecayTicksMean - 1));
+  decay(false, false);
+}
+
+// ---- lifecycle ---------------------------------------------------------------------------
+
+void Arena::reset() {
+  // Large allocations (manual arenas keep them on a list).
+  for (;;) {
+    Edata* e;
+    {
+      MutexGuard g(large_mtx_);
+      e = large_.pop_front();
+    }
+    if (e == nullptr) break;
+    LargeStats& ls = lstats[e->szind - sc::kNBins];
+    bump(ls.ndalloc);
+    ls.curlextents.fetch_sub(1, std::memory_order_relaxed);
+    pac.dalloc(e);
+  }
+  // Slabs: everything the bins own goes back at once.
+  for (szind_t i = 0; i < sc::kNBins; i++) {
+    Bin& bin = bins[i];
+    bin.mtx.lock();
+    Edata* owned_head = nullptr;
+    auto take = [&](Edata* s) {
+      s->ql_link.next = owned_head;
+      owned_head = s;
+    };
+    if (bin.slabcur != nullptr) take(bin.slabcur);
+    bin.slabcur = nullptr;
+    while (Edata* s = bin.nonfull.remove_first()) take(s);
+    while (Edata* s = bin.full.pop_front()) take(s);
+    bin.stats.curregs = 0;
+    bin.stats.curslabs = 0;
+    bin.stats.nonfull_slabs = 0;
+    bin.mtx.unlock();
+    while (owned_head != nullptr) {
+      Edata* next = owned_head->ql_link.next;
+      owned_head->ql_link = {};
+      pac.dalloc(owned_head);
+      owned_head = next;
+    }
+  }
+  decay(false, true);
+}
+
+void Arena::destroy() {
+  reset();
+  pac.destroy_retained();
+  Base* b = base_;
+  b->destroy();
+}
+
+void Arena::prefork(unsigned stage) {
+  switch (stage) {
+    case 0: pac.prefork_decay(); break;
+    case 1: pac.prefork_grow(); break;
+    case 2: pac.prefork_ecaches(); break;
+    case 3: base_->prefork(); break;
+    case 4: large_mtx_.prefork(); break;
+    case 5:
+      for (Bin& b : bins) b.mtx.prefork();
+      break;
+    default: break;
+  }
+}
+void Arena::postfork_parent() {
+  for (Bin& b : bins) b.mtx.postfork_parent();
+  large_mtx_.postfork_parent();
+  pac.postfork_parent();
+  base_->postfork_parent();
+}
+void Arena::postfork_child() {
+  for (Bin& b : bins) b.mtx.postfork_child();
+  large_mtx_.postfork_child();
+  pac.postfork_child();
+  base_->postfork_child();
+}
+
+}  // namespace je

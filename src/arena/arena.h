@@ -1,0 +1,110 @@
+// arena.h: an arena -- a self-contained heap of small bins, large extents and a page allocator.
+//
+// Purpose: serves small regions from per-class bins (slabs from the arena's Pac) and large
+// allocations as one extent each (usable size + the cache-oblivious pad page, the returned
+// pointer offset by a random cache line inside the first page). Frees and in-place resizes
+// come back here. Decay (purging) of the arena's dirty/muzzy memory is driven by allocation
+// ticks, by explicit `arena.<i>.decay/purge`, or by a background thread.
+// Layer: arena. Callers: the thread layer (tcache fill/flush, non-cached paths), api, ctl.
+// Concurrency: one mutex per bin (kBin, leaf); `large_mtx` (kArenaLarge) for the manual-arena
+// list of large extents; the Pac's locks (see pac.h). Stats counters are relaxed atomics or are
+// guarded by the bin lock. The Arena lives in its own Base and is never freed (except on
+// `arena.<i>.destroy` of a manual arena, which also drops the Base).
+// Invariants: nactive pages (Pac) == slabs + large extents (incl. pad) handed out; every slab
+// is owned by exactly one bin of its arena.
+// jemalloc mapping: arena_t (src/arena.c, src/large.c), bins, large list; stats.arenas.<i>.*.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "arena/bin.h"
+#include "extent/pac.h"
+#include "meta/base.h"
+#include "meta/sc.h"
+
+namespace je {
+
+struct LargeStats {
+  std::atomic<uint64_t> nmalloc{0};
+  std::atomic<uint64_t> ndalloc{0};
+  std::atomic<uint64_t> nrequests{0};  // includes tcache hits, merged at flush
+  std::atomic<size_t> curlextents{0};
+};
+
+class Arena {
+ public:
+  /// Builds an arena with index `ind` in a new Base. `hooks` nullptr = default extent hooks.
+  /// `manual` arenas (arenas.create) track their large extents and full slabs for reset.
+  static Arena* create(unsigned ind, extent_hooks_t* hooks, bool manual);
+
+  unsigned ind() const { return ind_; }
+  bool manual() const { return manual_; }
+
+  // ---- small ------------------------------------------------------------------------------
+  /// One region of small class `binind` (no tcache). nullptr on OOM.
+  void* malloc_small(szind_t binind, bool zero);
+  /// Fill up to `n` regions of `binind` into out[] for a thread cache; returns how many (0 only
+  /// on OOM). Counts one fill and `nrequests` requests served since the last fill.
+  unsigned fill_small(szind_t binind, void** out, unsigned n, uint64_t nrequests);
+  /// Free one region of `slab` (which belongs to this arena).
+  void dalloc_small(Edata* slab, szind_t binind, void* ptr);
+  /// Free n regions of class `binind`, all from slabs of this arena (thread-cache flush); the
+  /// bin lock is taken once. Counts one flush and `nrequests`.
+  void dalloc_small_batch(szind_t binind, void* const* ptrs, Edata* const* slabs, unsigned n,
+                          uint64_t nrequests);
+
+  // ---- large ------------------------------------------------------------------------------
+  /// A large allocation of usable size `usize` (a large class) aligned to `alignment`.
+  void* malloc_large(size_t usize, size_t alignment, bool zero);
+  void dalloc_large(Edata* e);
+  /// Resize a large allocation in place to a usable size in [usize_min, usize_max] (both
+  /// large classes), preferring the largest that works. True on success.
+  bool ralloc_large_no_move(Edata* e, size_t usize_min, size_t usize_max, bool zero);
+  /// Count `n` requests of large class `szind` served by a thread cache.
+  void count_large_requests(szind_t szind, uint64_t n);
+
+  // ---- decay ------------------------------------------------------------------------------
+  /// Advance decay on both pipelines (and purge to the limits); `all` purges everything
+  /// (arena.<i>.purge). Non-`all` calls never wait for another purger.
+  void decay(bool is_background_thread, bool all);
+  /// One allocation event for decay pacing: every ~1000 events (geometric), decay(false,false).
+  void decay_tick();
+
+  // ---- lifecycle (manual arenas) ----------------------------------------------------------
+  /// Free every allocation of the arena (caller guarantees no concurrent use and that thread
+  /// caches holding its regions were flushed), then purge.
+  void reset();
+  /// reset() then give all memory, retained included, back to the OS and drop the Base.
+  void destroy();
+
+  // ---- state ------------------------------------------------------------------------------
+  Pac pac;
+  Bin bins[sc::kNBins];
+  LargeStats lstats[sc::kNLExtents];
+  std::atomic<unsigned> nthreads[2] = {};  // [0] application threads, [1] internal
+  Base* base() const { return base_; }
+  uint64_t create_ns() const { return create_ns_; }
+
+  /// fork(): lock everything in rank order, one stage at a time across all arenas (decay,
+  /// grow, ecaches + edata cache, base, large list, bins); unlock or reinitialize after.
+  static constexpr unsigned kPreforkStages = 6;
+  void prefork(unsigned stage);
+  void postfork_parent();
+  void postfork_child();
+
+ private:
+  Edata* slab_alloc(szind_t binind);
+  void randomize_offset(Edata* e, size_t alignment);
+
+  unsigned ind_ = 0;
+  bool manual_ = false;
+  Base* base_ = nullptr;
+  uint64_t create_ns_ = 0;
+  std::atomic<uint64_t> offset_state_{0};
+  Mutex large_mtx_{LockRank::kArenaLarge, "arena_large"};
+  EdataList large_;  // manual arenas only
+};
+
+}  // namespace je

@@ -1,0 +1,192 @@
+// arenas.cc: the arena registry (see arenas.h).
+#include "arena/arenas.h"
+
+#include <atomic>
+
+#include "arena/arena.h"
+#include "extent/decay.h"
+#include "meta/sc.h"
+#include "os/sysinfo.h"
+#include "support/malloc_io.h"
+#include "support/mutex.h"
+#include "support/nstime.h"
+#include "support/opt.h"
+
+namespace je {
+
+namespace {
+
+constinit std::atomic<Arena*> g_arenas[kMaxArenas] = {};
+constinit std::atomic<unsigned> g_narenas_total{0};
+constinit unsigned g_narenas_auto = 0;
+constinit unsigned g_huge_ind = 0;
+constinit bool g_huge_enabled = false;
+constinit size_t g_oversize_threshold = 0;
+constinit std::atomic<int64_t> g_dirty_default{10000};
+constinit std::atomic<int64_t> g_muzzy_default{0};
+constinit bool g_destroyed[kMaxArenas] = {};
+constinit Mutex g_arenas_mtx{LockRank::kArenas, "arenas"};
+
+// Creates the arena at `ind` unless present; caller holds g_arenas_mtx.
+Arena* init_locked(unsigned ind, extent_hooks_t* hooks, bool manual) {
+  Arena* a = g_arenas[ind].load(std::memory_order_acquire);
+  if (a != nullptr) return a;
+  a = Arena::create(ind, hooks, manual);
+  if (a == nullptr) return nullptr;
+  g_destroyed[ind] = false;
+  g_arenas[ind].store(a, std::memory_order_release);
+  if (ind >= g_narenas_total.load(std::memory_order_relaxed)) {
+    g_narenas_total.store(ind + 1, std::memory_order_relaxed);
+  }
+  return a;
+}
+
+}  // namespace
+
+bool arenas_boot() {
+  g_dirty_default.store(g_opt.dirty_decay_ms, std::memory_order_relaxed);
+  g_muzzy_default.store(g_opt.muzzy_decay_ms, std::memory_order_relaxed);
+  unsigned ncpus = sysinfo::ncpus();
+  if (g_opt.narenas == 0) {
+    // ncpus x narenas_ratio (16.16 fixed point, default 4.0), rounded to nearest, at least 1.
+    uint64_t goal = ncpus > 1 ? (uint64_t{ncpus} * g_opt.narenas_ratio + (1u << 15)) >> 16 : 1;
+    g_opt.narenas = goal == 0 ? 1 : static_cast<unsigned>(goal);
+  }
+  if (g_opt.percpu_arena_mode == PercpuArenaMode::kPercpu && g_opt.narenas < ncpus) {
+    g_opt.narenas = ncpus;
+  } else if (g_opt.percpu_arena_mode == PercpuArenaMode::kPhycpu && g_opt.narenas < ncpus / 2) {
+    g_opt.narenas = ncpus / 2 > 0 ? ncpus / 2 : 1;
+  }
+  if (g_opt.narenas > kMaxArenas - 1) {
+    g_opt.narenas = kMaxArenas - 1;
+    io_printf("<jemalloc>: Reducing narenas to limit (%u)\n", kMaxArenas - 1);
+  }
+  g_narenas_auto = g_opt.narenas;
+  g_narenas_total.store(g_narenas_auto, std::memory_order_relaxed);
+  // The oversize threshold must name a large size; anything else disables the huge arena.
+  if (g_opt.oversize_threshold < sc::kLargeMinClass ||
+      g_opt.oversize_threshold > sc::kLargeMaxClass) {
+    g_opt.oversize_threshold = 0;
+    g_oversize_threshold = sc::kLargeMaxClass + config::kPage;
+    g_huge_enabled = false;
+  } else {
+    g_oversize_threshold = g_opt.oversize_threshold;
+    g_huge_enabled = true;
+    g_huge_ind = g_narenas_auto;
+    g_narenas_total.store(g_narenas_auto + 1, std::memory_order_relaxed);
+  }
+  MutexGuard g(g_arenas_mtx);
+  return init_locked(0, nullptr, false) != nullptr;
+}
+
+unsigned arenas_narenas_auto() { return g_narenas_auto; }
+unsigned arenas_narenas_total() { return g_narenas_total.load(std::memory_order_acquire); }
+size_t arenas_oversize_threshold() { return g_oversize_threshold; }
+bool arenas_huge_enabled() { return g_huge_enabled; }
+unsigned arenas_huge_ind() { return g_huge_ind; }
+
+Arena* arena_get(unsigned ind, bool create) {
+  if (ind >= kMaxArenas) return nullptr;
+  Arena* a = g_arenas[ind].load(std::memory_order_acquire);
+  if (a != nullptr || !create || ind >= g_narenas_auto) return a;
+  MutexGuard g(g_arenas_mtx);
+  return init_locked(ind, nullptr, false);
+}
+
+Arena* arena_choose_auto() {
+  MutexGuard g(g_arenas_mtx);
+  Arena* best = nullptr;
+  unsigned best_load = 0;
+  unsigned first_unused = kMaxArenas;
+  for (unsigned i = 0; i < g_narenas_auto; i++) {
+    Arena* a = g_arenas[i].load(std::memory_order_relaxed);
+    if (a == nullptr) {
+      if (first_unused == kMaxArenas) first_unused = i;
+      continue;
+    }
+    unsigned load = a->nthreads[0].load(std::memory_order_relaxed);
+    if (best == nullptr || load < best_load) {
+      best = a;
+      best_load = load;
+    }
+  }
+  // Prefer an idle arena; else spread threads onto arenas not created yet.
+  if ((best == nullptr || best_load > 0) && first_unused != kMaxArenas) {
+    Arena* fresh = init_locked(first_unused, nullptr, false);
+    if (fresh != nullptr) best = fresh;
+  }
+  if (best != nullptr) best->nthreads[0].fetch_add(1, std::memory_order_relaxed);
+  return best;
+}
+
+void arena_bind(Arena* a) { a->nthreads[0].fetch_add(1, std::memory_order_relaxed); }
+void arena_unbind(Arena* a) { a->nthreads[0].fetch_sub(1, std::memory_order_relaxed); }
+
+Arena* arena_huge() {
+  if (!g_huge_enabled) return nullptr;
+  Arena* a = g_arenas[g_huge_ind].load(std::memory_order_acquire);
+  if (a != nullptr) return a;
+  MutexGuard g(g_arenas_mtx);
+  a = g_arenas[g_huge_ind].load(std::memory_order_relaxed);
+  if (a != nullptr) return a;
+  a = Arena::create(g_huge_ind, nullptr, false);
+  if (a == nullptr) return nullptr;
+  // Oversize allocations tend to be freed soon and are expensive to keep: purge them eagerly.
+  uint64_t now = nstime_now_ns();
+  if (arenas_dirty_decay_ms_default() > 0) a->pac.decay_ms_set(ExtentState::kDirty, 0, now);
+  if (arenas_muzzy_decay_ms_default() > 0) a->pac.decay_ms_set(ExtentState::kMuzzy, 0, now);
+  g_arenas[g_huge_ind].store(a, std::memory_order_release);
+  return a;
+}
+
+bool arena_create_manual(extent_hooks_t* hooks, unsigned* ind_out) {
+  MutexGuard g(g_arenas_mtx);
+  unsigned first_manual = g_narenas_auto + (g_huge_enabled ? 1 : 0);
+  unsigned ind = g_narenas_total.load(std::memory_order_relaxed);
+  // Reuse the lowest destroyed index, as jemalloc does.
+  for (unsigned i = first_manual; i < ind; i++) {
+    if (g_destroyed[i] && g_arenas[i].load(std::memory_order_relaxed) == nullptr) {
+      ind = i;
+      break;
+    }
+  }
+  if (ind >= kMaxArenas) return false;
+  Arena* a = init_locked(ind, hooks, true);
+  if (a == nullptr) return false;
+  *ind_out = ind;
+  return true;
+}
+
+bool arena_destroy_manual(unsigned ind) {
+  MutexGuard g(g_arenas_mtx);
+  if (ind >= kMaxArenas) return false;
+  Arena* a = g_arenas[ind].load(std::memory_order_relaxed);
+  if (a == nullptr || !a->manual() || a->nthreads[0].load() != 0 || a->nthreads[1].load() != 0) {
+    return false;
+  }
+  g_arenas[ind].store(nullptr, std::memory_order_release);
+  g_destroyed[ind] = true;
+  a->destroy();
+  return true;
+}
+
+bool arena_is_destroyed(unsigned ind) { return ind < kMaxArenas && g_destroyed[ind]; }
+
+int64_t arenas_dirty_decay_ms_default() { return g_dirty_default.load(std::memory_order_relaxed); }
+int64_t arenas_muzzy_decay_ms_default() { return g_muzzy_default.load(std::memory_order_relaxed); }
+bool arenas_set_dirty_decay_ms_default(int64_t ms) {
+  if (!Decay::ms_valid(ms)) return false;
+  g_dirty_default.store(ms, std::memory_order_relaxed);
+  return true;
+}
+bool arenas_set_muzzy_decay_ms_default(int64_t ms) {
+  if (!Decay::ms_valid(ms)) return false;
+  g_muzzy_default.store(ms, std::memory_order_relaxed);
+  return true;
+}
+
+void arenas_prefork() { g_arenas_mtx.prefork(); }
+void arenas_postfork_parent() { g_arenas_mtx.postfork_parent(); }
+void arenas_postfork_child() { g_arenas_mtx.postfork_child(); }
+
+}  // namespace je

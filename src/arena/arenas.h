@@ -1,0 +1,69 @@
+// arenas.h: the arena registry -- indices, lazy creation, thread binding, defaults.
+//
+// Purpose: arenas 0..narenas_auto-1 are automatic (threads bind to the least loaded one,
+// created on first use); index narenas_auto is reserved for the oversize ("huge") arena when
+// oversize_threshold is enabled; manual arenas (arenas.create) take the indices after that.
+// Also holds the process-wide defaults later arenas are created with (arenas.dirty_decay_ms,
+// arenas.muzzy_decay_ms) and the oversize threshold.
+// Layer: arena. Callers: thread layer (binding), api (MALLOCX_ARENA), ctl (arenas.*, arena.<i>.*).
+// Concurrency: `arenas_mtx` (rank kArenas) serializes creation/destruction; lookups are
+// lock-free acquire loads of the slot array.
+// Invariants: a slot, once published, points to a fully constructed arena until a manual
+// arena is destroyed (its slot is cleared first; the index becomes reusable).
+// jemalloc mapping: arenas[], narenas_auto, narenas_total, arena_choose_hard, arena_init,
+// arena_choose_huge / huge_arena_ind, arena_{dirty,muzzy}_decay_ms_default_{get,set}.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "jemalloc/jemalloc.h"
+
+namespace je {
+
+class Arena;
+
+/// Arena indices are 12 bits in MALLOCX_ARENA (0 means "automatic"), so at most 4095 arenas.
+inline constexpr unsigned kMaxArenas = 4095;
+
+/// Once, at library init: computes the number of automatic arenas (opt.narenas, default 4 x
+/// CPUs), sets opt.narenas to it, reserves the huge arena's index and creates arena 0.
+bool arenas_boot();
+
+unsigned arenas_narenas_auto();
+/// arenas.narenas: one past the highest index ever handed out (auto + huge slot + manual).
+unsigned arenas_narenas_total();
+/// The arena at `ind`, or nullptr. Automatic arenas are created on demand if `create`.
+Arena* arena_get(unsigned ind, bool create);
+/// Bind a thread: the automatic arena with the fewest bound threads (creating unused slots
+/// first); increments its thread count. nullptr only on OOM.
+Arena* arena_choose_auto();
+/// Thread count bookkeeping for arena binding (thread.arena, thread exit).
+void arena_bind(Arena* a);
+void arena_unbind(Arena* a);
+/// The oversize arena (created on first use), or nullptr if oversize_threshold is disabled.
+Arena* arena_huge();
+/// Requests at or above this usable size go to the huge arena (kLargeMaxClass + page when off).
+size_t arenas_oversize_threshold();
+bool arenas_huge_enabled();
+unsigned arenas_huge_ind();
+
+/// arenas.create: a new manual arena (optionally with user extent hooks). False on OOM or when
+/// the index space is exhausted.
+bool arena_create_manual(extent_hooks_t* hooks, unsigned* ind_out);
+/// arena.<i>.destroy: only manual arenas with no bound threads. False if not allowed.
+bool arena_destroy_manual(unsigned ind);
+/// Whether `ind` was destroyed and not reused (MALLCTL_ARENAS_DESTROYED views).
+bool arena_is_destroyed(unsigned ind);
+
+/// Defaults for arenas created from now on (arenas.{dirty,muzzy}_decay_ms).
+int64_t arenas_dirty_decay_ms_default();
+int64_t arenas_muzzy_decay_ms_default();
+bool arenas_set_dirty_decay_ms_default(int64_t ms);
+bool arenas_set_muzzy_decay_ms_default(int64_t ms);
+
+void arenas_prefork();
+void arenas_postfork_parent();
+void arenas_postfork_child();
+
+}  // namespace je

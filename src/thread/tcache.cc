@@ -1,0 +1,324 @@
+// tcache.cc: fill, flush, GC, geometry and explicit caches (see tcache.h).
+#include "thread/tcache.h"
+
+#include <cstring>
+
+#include "arena/arenas.h"
+#include "extent/emap.h"
+#include "support/mutex.h"
+#include "support/opt.h"
+
+namespace je {
+
+constinit TcacheGeometry g_tcache_geo;
+
+namespace {
+
+constinit Mutex g_tcaches_mtx{LockRank::kTcaches, "tcaches"};
+constinit IntrusiveList<TcacheSlow, &TcacheSlow::link> g_live;
+constinit Tcache* g_explicit[kTcachesMax] = {};
+
+/// Slots per bin are bounded by the 16-bit position encoding of CacheBin.
+constexpr unsigned kNcachedMaxLimit = (1u << 16) / sizeof(void*) - 1;
+
+unsigned small_slots(szind_t binind) {
+  unsigned lo = g_opt.tcache_nslots_small_min;
+  unsigned hi = g_opt.tcache_nslots_small_max;
+  if (hi > kNcachedMaxLimit) hi = kNcachedMaxLimit;
+  // Even and non-zero, so halving for fills and flushes always leaves a positive count.
+  if (lo % 2 != 0) lo++;
+  if (hi % 2 != 0) hi--;
+  if (lo < 2) lo = 2;
+  if (hi < 2) hi = 2;
+  if (lo > hi) lo = hi;
+  unsigned nregs = sc::kBinInfo[binind].nregs;
+  int64_t mul = g_opt.lg_tcache_nslots_mul;
+  unsigned candidate = mul < 0 ? nregs >> (-mul) : nregs << mul;
+  if (candidate % 2 != 0) candidate++;
+  if (candidate <= lo) return lo;
+  return candidate <= hi ? candidate : hi;
+}
+
+// Which arena owns a cached region.
+Arena* owner_arena(const Edata* e) { return arena_get(e->arena_ind, false); }
+
+constexpr unsigned kFlushChunk = 128;
+
+}  // namespace
+
+void tcache_boot() {
+  size_t maxclass = g_opt.tcache_max;
+  if (maxclass > kTcacheMaxClassLimit) maxclass = kTcacheMaxClassLimit;
+  maxclass = sz::s2u(maxclass);
+  TcacheGeometry& g = g_tcache_geo;
+  g.maxclass = maxclass;
+  g.nhbins = sz::size2index(maxclass) + 1;
+  size_t slots = 0;
+  for (szind_t i = 0; i < g.nhbins; i++) {
+    unsigned n = i < sc::kNBins ? small_slots(i) : g_opt.tcache_nslots_large;
+    if (n > kNcachedMaxLimit) n = kNcachedMaxLimit;
+    if (n == 0) n = 1;
+    g.ncached_max[i] = static_cast<uint16_t>(n);
+    slots += n;
+  }
+  g.stack_bytes = slots * sizeof(void*);
+}
+
+void* internal_alloc(size_t size) {
+  Arena* a0 = arena_get(0, false);
+  size_t usize = sz::s2u(size);
+  if (usize == 0 || a0 == nullptr) return nullptr;
+  if (usize <= sc::kSmallMaxClass) return a0->malloc_small(sz::size2index(usize), false);
+  return a0->malloc_large(usize, kCacheline, false);
+}
+
+void internal_free(void* ptr) {
+  EmapEntry ent = g_emap.lookup_entry(ptr);
+  Arena* a = owner_arena(ent.edata);
+  if (ent.slab) {
+    a->dalloc_small(ent.edata, ent.szind, ptr);
+  } else {
+    a->dalloc_large(ent.edata);
+  }
+}
+
+bool tcache_init(Tcache* t, Arena* arena) {
+  const TcacheGeometry& g = g_tcache_geo;
+  void** stack = static_cast<void**>(internal_alloc(g.stack_bytes));
+  if (stack == nullptr) return false;
+  void** p = stack;
+  for (szind_t i = 0; i < g.nhbins; i++) {
+    t->bins[i].init(p, g.ncached_max[i]);
+    p += g.ncached_max[i];
+  }
+  for (szind_t i = g.nhbins; i < kTcacheMaxBins; i++) t->bins[i] = CacheBin{};
+  TcacheSlow& s = t->slow;
+  s.arena = arena;
+  s.next_gc_bin = 0;
+  for (auto& d : s.lg_fill_div) d = 1;
+  for (auto& r : s.bin_refilled) r = false;
+  s.stack = stack;
+  s.owner = t;
+  MutexGuard guard(g_tcaches_mtx);
+  g_live.push_back(&s);
+  return true;
+}
+
+void tcache_destroy(Tcache* t) {
+  if (t->slow.stack == nullptr) return;
+  tcache_flush_all(t);
+  {
+    MutexGuard guard(g_tcaches_mtx);
+    g_live.remove(&t->slow);
+  }
+  internal_free(t->slow.stack);
+  for (CacheBin& b : t->bins) b = CacheBin{};
+  t->slow.stack = nullptr;
+  t->slow.arena = nullptr;
+}
+
+void tcache_set_arena(Tcache* t, Arena* arena) {
+  MutexGuard guard(g_tcaches_mtx);
+  t->slow.arena = arena;
+}
+
+void* tcache_alloc_small_hard(Tcache* t, Arena* arena, szind_t binind) {
+  CacheBin& bin = t->bins[binind];
+  if (void* p = bin.pop_slow()) return p;
+  unsigned nmax = bin.ncached_max();
+  unsigned nfill = nmax >> t->slow.lg_fill_div[binind];
+  if (nfill == 0) nfill = 1;
+  // The bin is empty: fill straight into the top of its slot array.
+  void** dst = bin.bottom() - nfill;
+  unsigned got = arena->fill_small(binind, dst, nfill, bin.nrequests);
+  bin.nrequests = 0;
+  if (got == 0) return nullptr;
+  if (got < nfill) std::memmove(bin.bottom() - got, dst, got * sizeof(void*));
+  bin.head = bin.bottom() - got;
+  t->slow.bin_refilled[binind] = true;
+  return bin.pop_slow();
+}
+
+void tcache_flush_small(Tcache* t, szind_t binind, unsigned rem) {
+  CacheBin& bin = t->bins[binind];
+  unsigned n = bin.ncached();
+  if (rem >= n) return;
+  unsigned nflush = n - rem;
+  void** items = bin.bottom() - nflush;  // the oldest
+  bool merged = false;
+  for (unsigned done = 0; done < nflush; done += kFlushChunk) {
+    unsigned cnt = nflush - done < kFlushChunk ? nflush - done : kFlushChunk;
+    void* ptrs[kFlushChunk];
+    Edata* slabs[kFlushChunk];
+    for (unsigned i = 0; i < cnt; i++) {
+      ptrs[i] = items[done + i];
+      slabs[i] = g_emap.lookup(ptrs[i]);
+    }
+    // Group by owning arena: one bin lock per arena per chunk.
+    unsigned left = cnt;
+    while (left > 0) {
+      unsigned ind = slabs[0]->arena_ind;
+      void* batch_p[kFlushChunk];
+      Edata* batch_s[kFlushChunk];
+      unsigned nb = 0;
+      unsigned keep = 0;
+      for (unsigned i = 0; i < left; i++) {
+        if (slabs[i]->arena_ind == ind) {
+          batch_p[nb] = ptrs[i];
+          batch_s[nb++] = slabs[i];
+        } else {
+          ptrs[keep] = ptrs[i];
+          slabs[keep++] = slabs[i];
+        }
+      }
+      left = keep;
+      Arena* a = arena_get(ind, false);
+      uint64_t nreq = 0;
+      if (a == t->slow.arena && !merged) {
+        nreq = bin.nrequests;
+        bin.nrequests = 0;
+        merged = true;
+      }
+      a->dalloc_small_batch(binind, batch_p, batch_s, nb, nreq);
+    }
+  }
+  if (!merged && bin.nrequests != 0 && t->slow.arena != nullptr) {
+    Bin& ab = t->slow.arena->bins[binind];
+    MutexGuard g(ab.mtx);
+    ab.stats.nrequests += bin.nrequests;
+    bin.nrequests = 0;
+  }
+  bin.remove_oldest(nflush);
+}
+
+void tcache_flush_large(Tcache* t, szind_t binind, unsigned rem) {
+  CacheBin& bin = t->bins[binind];
+  unsigned n = bin.ncached();
+  if (rem >= n) return;
+  unsigned nflush = n - rem;
+  void** items = bin.bottom() - nflush;
+  for (unsigned i = 0; i < nflush; i++) {
+    Edata* e = g_emap.lookup(items[i]);
+    owner_arena(e)->dalloc_large(e);
+  }
+  if (bin.nrequests != 0 && t->slow.arena != nullptr) {
+    t->slow.arena->count_large_requests(binind, bin.nrequests);
+    bin.nrequests = 0;
+  }
+  bin.remove_oldest(nflush);
+}
+
+void tcache_dalloc_small_hard(Tcache* t, szind_t binind, void* ptr) {
+  CacheBin& bin = t->bins[binind];
+  tcache_flush_small(t, binind, bin.ncached_max() >> g_opt.lg_tcache_flush_small_div);
+  bin.push_fast(ptr);
+}
+
+void tcache_dalloc_large_hard(Tcache* t, szind_t binind, void* ptr) {
+  CacheBin& bin = t->bins[binind];
+  tcache_flush_large(t, binind, bin.ncached_max() >> g_opt.lg_tcache_flush_large_div);
+  bin.push_fast(ptr);
+}
+
+void tcache_flush_all(Tcache* t) {
+  for (szind_t i = 0; i < g_tcache_geo.nhbins; i++) {
+    if (i < sc::kNBins) {
+      tcache_flush_small(t, i, 0);
+    } else {
+      tcache_flush_large(t, i, 0);
+    }
+  }
+}
+
+void tcache_gc_step(Tcache* t) {
+  TcacheSlow& s = t->slow;
+  if (s.stack == nullptr) return;
+  szind_t binind = s.next_gc_bin;
+  CacheBin& bin = t->bins[binind];
+  unsigned low_water = bin.nlow_water();
+  unsigned ncached = bin.ncached();
+  if (low_water > 0) {
+    // Unused since the last visit: flush (ceiling) 3/4 of it.
+    unsigned rem = ncached - low_water + (low_water >> 2);
+    if (binind < sc::kNBins) {
+      tcache_flush_small(t, binind, rem);
+      // ...and fill less next time, keeping fills at least one region.
+      if ((bin.ncached_max() >> (s.lg_fill_div[binind] + 1)) >= 1) s.lg_fill_div[binind]++;
+    } else {
+      tcache_flush_large(t, binind, rem);
+    }
+  } else if (binind < sc::kNBins && s.bin_refilled[binind]) {
+    // Fully used and refilled: fill more next time.
+    if (s.lg_fill_div[binind] > 1) s.lg_fill_div[binind]--;
+    s.bin_refilled[binind] = false;
+  }
+  bin.reset_low_water();
+  if (++s.next_gc_bin >= g_tcache_geo.nhbins) s.next_gc_bin = 0;
+}
+
+size_t tcache_bytes(const Arena* arena) {
+  size_t bytes = 0;
+  MutexGuard guard(g_tcaches_mtx);
+  for (TcacheSlow* s = g_live.front(); s != nullptr; s = decltype(g_live)::next(s)) {
+    if (s->arena != arena) continue;
+    for (szind_t i = 0; i < g_tcache_geo.nhbins; i++) {
+      bytes += s->owner->bins[i].ncached() * sz::index2size(i);
+    }
+  }
+  return bytes;
+}
+
+bool tcaches_create(Arena* arena, unsigned* ind) {
+  Tcache* t = static_cast<Tcache*>(internal_alloc(sizeof(Tcache)));
+  if (t == nullptr) return false;
+  std::memset(static_cast<void*>(t), 0, sizeof(Tcache));
+  if (!tcache_init(t, arena)) {
+    internal_free(t);
+    return false;
+  }
+  {
+    MutexGuard guard(g_tcaches_mtx);
+    for (unsigned i = 0; i < kTcachesMax; i++) {
+      if (g_explicit[i] == nullptr) {
+        g_explicit[i] = t;
+        *ind = i;
+        return true;
+      }
+    }
+  }
+  tcache_destroy(t);
+  internal_free(t);
+  return false;
+}
+
+Tcache* tcaches_get(unsigned ind) {
+  if (ind >= kTcachesMax) return nullptr;
+  MutexGuard guard(g_tcaches_mtx);
+  return g_explicit[ind];
+}
+
+bool tcaches_flush(unsigned ind) {
+  Tcache* t = tcaches_get(ind);
+  if (t == nullptr) return false;
+  tcache_flush_all(t);
+  return true;
+}
+
+bool tcaches_destroy(unsigned ind) {
+  Tcache* t;
+  {
+    MutexGuard guard(g_tcaches_mtx);
+    if (ind >= kTcachesMax || g_explicit[ind] == nullptr) return false;
+    t = g_explicit[ind];
+    g_explicit[ind] = nullptr;
+  }
+  tcache_destroy(t);
+  internal_free(t);
+  return true;
+}
+
+void tcaches_prefork() { g_tcaches_mtx.prefork(); }
+void tcaches_postfork_parent() { g_tcaches_mtx.postfork_parent(); }
+void tcaches_postfork_child() { g_tcaches_mtx.postfork_child(); }
+
+}  // namespace je

@@ -1,0 +1,110 @@
+// tcache.h: thread caches -- per-thread stacks of free regions for small and cached large
+// classes, filled from and flushed to arenas in batches.
+//
+// Purpose: most allocations and frees touch only the calling thread's cache. A miss fills half
+// (adaptively: ncached_max >> lg_fill_div) of a small bin from the arena bin under one lock; a
+// full bin flushes its oldest half to the owning arenas (a cache may hold regions of several
+// arenas). Every 64 KiB of allocation (tcache_gc_incr_bytes) one bin is garbage-collected: 3/4
+// of what stayed unused since the last visit is flushed and the fill size adapts.
+// Explicit caches (tcache.create / MALLOCX_TCACHE(tc)) are the same structure, addressed by
+// index.
+// Layer: thread. Callers: tsd, api, ctl (tcache.*, thread.tcache.*).
+// Concurrency: a Tcache is used by one thread at a time (explicit ones by contract). The
+// explicit-cache registry and the list of live caches (for stats) take `tcaches_mtx` (rank
+// kTcaches).
+// Capacity (ncached_max): small classes 2 x regions per slab (opt.lg_tcache_nslots_mul),
+// clamped to [tcache_nslots_small_min, tcache_nslots_small_max] = [20, 200] and made even;
+// large classes up to tcache_max (32 KiB: 41 bins) get tcache_nslots_large = 20.
+// jemalloc mapping: tcache_t/tcache_slow_t (src/tcache.c); arenas.tcache_max, arenas.nhbins,
+// tcache.{create,flush,destroy}, thread.tcache.flush, stats.arenas.<i>.tcache_bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "arena/arena.h"
+#include "meta/sc.h"
+#include "meta/sz.h"
+#include "support/ql.h"
+#include "thread/cache_bin.h"
+
+namespace je {
+
+/// Largest tcache_max allowed (8 MiB), hence the most bins a cache can have.
+inline constexpr size_t kTcacheMaxClassLimit = size_t{8} << 20;
+inline constexpr unsigned kTcacheMaxBins = sz::size2index(kTcacheMaxClassLimit) + 1;
+/// MALLOCX_TCACHE indices are 12 bits with two reserved values.
+inline constexpr unsigned kTcachesMax = 4093;
+
+/// Set once by tcache_boot from the options.
+struct TcacheGeometry {
+  unsigned nhbins = 0;               // bins in use: classes up to tcache_max
+  size_t maxclass = 0;               // largest cached size
+  uint16_t ncached_max[kTcacheMaxBins] = {};
+  size_t stack_bytes = 0;            // bytes of pointer slots per cache
+};
+extern constinit TcacheGeometry g_tcache_geo;
+
+struct Tcache;
+
+/// Cold per-cache state.
+struct TcacheSlow {
+  Arena* arena = nullptr;  // where fills come from (and stats are merged)
+  unsigned next_gc_bin = 0;
+  uint8_t lg_fill_div[sc::kNBins] = {};
+  bool bin_refilled[sc::kNBins] = {};
+  void** stack = nullptr;  // backing memory of all bins' slots
+  Tcache* owner = nullptr;
+  QlLink<TcacheSlow> link;  // list of live caches (stats.arenas.<i>.tcache_bytes)
+};
+
+struct Tcache {
+  CacheBin bins[kTcacheMaxBins];
+  TcacheSlow slow;
+};
+
+/// Computes the geometry from opt.tcache_max and the nslots options. Called once at init.
+void tcache_boot();
+
+/// Sets up a cache bound to `arena`: allocates its slot memory (internal, from arena 0).
+/// False on OOM (the cache stays a zeroed, always-missing cache).
+bool tcache_init(Tcache* t, Arena* arena);
+/// Flushes everything and frees the slot memory; the cache becomes zeroed again.
+void tcache_destroy(Tcache* t);
+/// Re-associates the cache with another arena (thread.arena writes).
+void tcache_set_arena(Tcache* t, Arena* arena);
+
+/// Miss on small bin `binind`: fill from `arena` (the request's arena) and pop one. nullptr on
+/// OOM.
+void* tcache_alloc_small_hard(Tcache* t, Arena* arena, szind_t binind);
+/// Full bin: flush the oldest half, then push `ptr`.
+void tcache_dalloc_small_hard(Tcache* t, szind_t binind, void* ptr);
+void tcache_dalloc_large_hard(Tcache* t, szind_t binind, void* ptr);
+/// Flush bin `binind` down to `rem` items (oldest first).
+void tcache_flush_small(Tcache* t, szind_t binind, unsigned rem);
+void tcache_flush_large(Tcache* t, szind_t binind, unsigned rem);
+/// Flush every bin completely (thread.tcache.flush, tcache.flush, thread exit).
+void tcache_flush_all(Tcache* t);
+/// Incremental GC of one bin (the allocation-bytes event).
+void tcache_gc_step(Tcache* t);
+/// Bytes cached in all live caches whose arena is `arena` (stats).
+size_t tcache_bytes(const Arena* arena);
+
+// ---- explicit caches ------------------------------------------------------------------------
+/// tcache.create: index of a new explicit cache bound to arena 0's peers per jemalloc (the
+/// creating thread's arena). False on OOM or when all indices are taken.
+bool tcaches_create(Arena* arena, unsigned* ind);
+/// The explicit cache `ind`, or nullptr if not created / destroyed.
+Tcache* tcaches_get(unsigned ind);
+bool tcaches_flush(unsigned ind);
+bool tcaches_destroy(unsigned ind);
+
+/// Internal allocations (cache slot arrays, explicit caches): arena 0, never cached.
+void* internal_alloc(size_t size);
+void internal_free(void* ptr);
+
+void tcaches_prefork();
+void tcaches_postfork_parent();
+void tcaches_postfork_child();
+
+}  // namespace je

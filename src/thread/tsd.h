@@ -1,0 +1,64 @@
+// tsd.h: thread-specific data -- the per-thread state every allocation path starts from.
+//
+// Purpose: holds the thread's automatic cache, its allocation counters (thread.allocated /
+// deallocated, also handed out by pointer through thread.allocatedp), the next thread-event
+// thresholds, its bound arena and its life-cycle state. It is one constinit, initial-exec
+// thread_local: zero-initialized, which the fast paths read as "empty cache, event due now",
+// so a new thread's first call falls to the slow path and is set up there.
+// Life cycle: uninitialized -> nominal (cache on) / nominal_slow (cache off) -> purgatory
+// (after the thread-exit destructor flushed everything; later calls, e.g. from other TLS
+// destructors, still work, without a cache, on arena 0).
+// Layer: thread. Callers: api (fast and slow paths), ctl (thread.* names).
+// Concurrency: thread-local; the counters are plain stores that other threads may read
+// through thread.allocatedp (64-bit aligned stores are atomic on the supported platforms).
+// jemalloc mapping: tsd_t (src/tsd.c), thread_event (src/thread_event.c).
+#pragma once
+
+#include <cstdint>
+
+#include "arena/arena.h"
+#include "support/compiler.h"
+#include "thread/tcache.h"
+
+namespace je {
+
+enum class TsdState : uint8_t { kUninitialized = 0, kNominal, kNominalSlow, kPurgatory };
+
+struct Tsd {
+  // Hot: the fast paths read these and the automatic cache's bins.
+  uint64_t allocated;
+  uint64_t allocated_next_event_fast;  // 0 sends every allocation to the slow path
+  uint64_t deallocated;
+  uint64_t deallocated_next_event_fast;
+  Tcache tcache;
+  // Cold.
+  uint64_t allocated_next_event;
+  uint64_t deallocated_next_event;
+  uint64_t peak_alloc_base;    // thread.peak: allocated - deallocated at the last reset
+  uint64_t peak_max;
+  Arena* arena;
+  TsdState state;
+  bool tcache_enabled;
+};
+
+extern constinit thread_local Tsd t_tsd JE_TLS_IE;
+
+/// Once at library init: the thread-exit hook and the event interval.
+bool tsd_boot();
+/// The calling thread's state, set up on first use (the library must be initialized).
+Tsd& tsd_fetch();
+/// The cache to use now, or nullptr (disabled, exiting thread, or inside a user hook).
+Tcache* tsd_tcache(Tsd& tsd);
+/// The thread's arena for automatic allocations (bound on first use).
+Arena* tsd_arena(Tsd& tsd);
+/// thread.arena write: rebind (counts move, the cache follows).
+void tsd_set_arena(Tsd& tsd, Arena* arena);
+/// thread.tcache.enabled write.
+void tsd_set_tcache_enabled(Tsd& tsd, bool enabled);
+/// Run due thread events (cache GC) after the counters passed a threshold.
+void tsd_alloc_event(Tsd& tsd);
+void tsd_dalloc_event(Tsd& tsd);
+/// Recompute the fast-path thresholds after a state change.
+void tsd_recompute_fast(Tsd& tsd);
+
+}  // namespace je
