@@ -95,11 +95,10 @@ JE_ALWAYS_INLINE void* alloc_fast(size_t size) {
     uint64_t after = tsd.allocated + sz::index2size(ind);
     if (JE_LIKELY(after < tsd.allocated_next_event_fast)) {
       CacheBin& bin = tsd.tcache.bins[ind];
-      void* p = bin.pop_fast();
-      if (JE_LIKELY(p != nullptr)) {
+      if (JE_LIKELY(bin.can_pop_fast())) {
         tsd.allocated = after;
         if constexpr (config::kStats) bin.nrequests++;
-        return p;
+        return bin.pop_unchecked();
       }
     }
   }

@@ -29,6 +29,10 @@ struct CacheBin {
 
   static uint16_t low_bits(const void* p) { return static_cast<uint16_t>(reinterpret_cast<uintptr_t>(p)); }
 
+  /// Whether pop_fast() would succeed (head above the low-water mark, hence non-empty).
+  JE_ALWAYS_INLINE bool can_pop_fast() const { return low_bits(head) != low_water; }
+  /// Pop without checks; only after can_pop_fast().
+  JE_ALWAYS_INLINE void* pop_unchecked() { return *head++; }
   /// Pop unless that would go below the low-water mark (or the bin is empty).
   JE_ALWAYS_INLINE void* pop_fast() {
     if (JE_UNLIKELY(low_bits(head) == low_water)) return nullptr;

@@ -136,7 +136,9 @@ void* tcache_alloc_small_hard(Tcache* t, Arena* arena, szind_t binind) {
   if (got < nfill) std::memmove(bin.bottom() - got, dst, got * sizeof(void*));
   bin.head = bin.bottom() - got;
   t->slow.bin_refilled[binind] = true;
-  return bin.pop_slow();
+  // The low-water mark stays at "empty" (the bin did run dry since the last GC), so the
+  // fresh items pop on the fast path.
+  return *bin.head++;
 }
 
 void tcache_flush_small(Tcache* t, szind_t binind, unsigned rem) {
