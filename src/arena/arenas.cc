@@ -47,15 +47,18 @@ bool arenas_boot() {
   g_dirty_default.store(g_opt.dirty_decay_ms, std::memory_order_relaxed);
   g_muzzy_default.store(g_opt.muzzy_decay_ms, std::memory_order_relaxed);
   unsigned ncpus = sysinfo::ncpus();
+  // percpu_arena needs an arena per CPU (or per core): at least that many, and when narenas is
+  // not set, exactly that many.
+  if (g_opt.percpu_arena_mode != PercpuArenaMode::kDisabled) {
+    unsigned limit = g_opt.percpu_arena_mode == PercpuArenaMode::kPhycpu && ncpus > 1
+                         ? ncpus / 2 + ncpus % 2
+                         : ncpus;
+    if (g_opt.narenas < limit) g_opt.narenas = limit;
+  }
   if (g_opt.narenas == 0) {
     // ncpus x narenas_ratio (16.16 fixed point, default 4.0), rounded to nearest, at least 1.
     uint64_t goal = ncpus > 1 ? (uint64_t{ncpus} * g_opt.narenas_ratio + (1u << 15)) >> 16 : 1;
     g_opt.narenas = goal == 0 ? 1 : static_cast<unsigned>(goal);
-  }
-  if (g_opt.percpu_arena_mode == PercpuArenaMode::kPercpu && g_opt.narenas < ncpus) {
-    g_opt.narenas = ncpus;
-  } else if (g_opt.percpu_arena_mode == PercpuArenaMode::kPhycpu && g_opt.narenas < ncpus / 2) {
-    g_opt.narenas = ncpus / 2 > 0 ? ncpus / 2 : 1;
   }
   if (g_opt.narenas > kMaxArenas - 1) {
     g_opt.narenas = kMaxArenas - 1;
@@ -121,6 +124,16 @@ Arena* arena_choose_auto() {
 
 void arena_bind(Arena* a) { a->nthreads[0].fetch_add(1, std::memory_order_relaxed); }
 void arena_unbind(Arena* a) { a->nthreads[0].fetch_sub(1, std::memory_order_relaxed); }
+
+Arena* arena_percpu() {
+  PercpuArenaMode mode = g_opt.percpu_arena_mode;
+  if (mode == PercpuArenaMode::kDisabled) return nullptr;
+  unsigned cpu = sysinfo::current_cpu();
+  unsigned ncpus = sysinfo::ncpus();
+  if (mode == PercpuArenaMode::kPhycpu && cpu >= ncpus / 2) cpu -= ncpus / 2;
+  // CPU ids can exceed the CPU count (affinity masks, hotplug): fold them into range.
+  return arena_get(cpu % g_narenas_auto, /*create=*/true);
+}
 
 Arena* arena_huge() {
   if (!g_huge_enabled) return nullptr;

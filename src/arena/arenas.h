@@ -41,6 +41,10 @@ Arena* arena_choose_auto();
 /// Thread count bookkeeping for arena binding (thread.arena, thread exit).
 void arena_bind(Arena* a);
 void arena_unbind(Arena* a);
+/// percpu_arena: the automatic arena of the CPU the thread runs on (percpu: one per CPU;
+/// phycpu: hyperthread pairs share one), created on demand; nullptr when percpu is off.
+Arena* arena_percpu();
+
 /// The oversize arena (created on first use), or nullptr if oversize_threshold is disabled.
 Arena* arena_huge();
 /// Requests at or above this usable size go to the huge arena (kLargeMaxClass + page when off).

@@ -102,4 +102,9 @@ const char* get_env(const char* name) {
 #endif
 }
 
+unsigned current_cpu() {
+  int cpu = sched_getcpu();
+  return cpu < 0 ? 0 : static_cast<unsigned>(cpu);
+}
+
 }  // namespace je::sysinfo

@@ -27,6 +27,9 @@ namespace je::sysinfo {
 /// sysconf(_SC_NPROCESSORS_ONLN). At least 1. Computed on the first call and cached.
 unsigned ncpus();
 
+/// The CPU the calling thread runs on now (sched_getcpu; 0 if unavailable). For percpu_arena.
+unsigned current_cpu();
+
 /// Reads the whole of a small file into `buf` and NUL-terminates it. At most size - 1 bytes are
 /// read (longer files are truncated). Returns the number of bytes read, or -1 on error
 /// (including size == 0). No allocation, no stdio.

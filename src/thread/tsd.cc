@@ -55,7 +55,8 @@ Tsd& tsd_fetch() {
   tsd.state = TsdState::kNominalSlow;
   tsd.tcache_enabled = g_opt.tcache;
   schedule_events(tsd);
-  tsd.arena = arena_choose_auto();
+  tsd.arena = g_opt.percpu_arena_mode != PercpuArenaMode::kDisabled ? nullptr : arena_choose_auto();
+  if (tsd.arena == nullptr && (tsd.arena = arena_percpu()) != nullptr) arena_bind(tsd.arena);
   if (tsd.tcache_enabled && tsd.arena != nullptr && tcache_init(&tsd.tcache, tsd.arena)) {
     tsd.state = TsdState::kNominal;
   } else {
@@ -73,6 +74,12 @@ Tcache* tsd_tcache(Tsd& tsd) {
 Arena* tsd_arena(Tsd& tsd) {
   if (JE_UNLIKELY(tsd.state == TsdState::kPurgatory || in_reentrant_call())) {
     return arena_get(0, false);
+  }
+  if (JE_UNLIKELY(g_opt.percpu_arena_mode != PercpuArenaMode::kDisabled)) {
+    // Follow the CPU: refills and large allocations come from its arena.
+    Arena* a = arena_percpu();
+    if (a != nullptr && a != tsd.arena) tsd_set_arena(tsd, a);
+    return tsd.arena;
   }
   if (JE_UNLIKELY(tsd.arena == nullptr)) tsd.arena = arena_choose_auto();
   return tsd.arena;
