@@ -65,16 +65,26 @@ void* alloc_large(Tsd& tsd, Tcache* tc, Arena* arena, size_t usize, size_t align
   return a->malloc_large(usize, alignment < kCacheline ? kCacheline : alignment, zero);
 }
 
+// opt.junk / opt.zero fill patterns (jemalloc's values).
+constexpr unsigned char kJunkAlloc = 0xa5;
+constexpr unsigned char kJunkFree = 0x5a;
+
 void* ialloc(Tsd& tsd, size_t usize, size_t alignment, bool zero, Tcache* tc, Arena* arena) {
+  zero = zero || g_opt.zero;
+  void* p;
   if (usize <= sc::kSmallMaxClass) {
     // sa2u already picked a small class whose regions are naturally aligned enough.
-    return alloc_small(tsd, tc, arena, sz::size2index(usize), zero);
+    p = alloc_small(tsd, tc, arena, sz::size2index(usize), zero);
+  } else {
+    p = alloc_large(tsd, tc, arena, usize, alignment, zero);
   }
-  return alloc_large(tsd, tc, arena, usize, alignment, zero);
+  if (JE_UNLIKELY(g_opt.junk_alloc) && p != nullptr && !zero) std::memset(p, kJunkAlloc, usize);
+  return p;
 }
 
 void idalloc(Tsd& tsd, Tcache* tc, void* ptr, const EmapEntry& ent) {
   szind_t ind = ent.szind;
+  if (JE_UNLIKELY(g_opt.junk_free)) std::memset(ptr, kJunkFree, sz::index2size(ind));
   if (tc != nullptr && ind < g_tcache_geo.nhbins) {
     CacheBin& bin = tc->bins[ind];
     if (bin.push_fast(ptr)) return;

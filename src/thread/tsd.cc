@@ -41,7 +41,9 @@ bool tsd_boot() {
 }
 
 void tsd_recompute_fast(Tsd& tsd) {
-  bool fast = tsd.state == TsdState::kNominal;
+  // Junk filling and opt.zero need every allocation and free to see the slow path.
+  bool fast = tsd.state == TsdState::kNominal && !g_opt.junk_alloc && !g_opt.junk_free &&
+              !g_opt.zero;
   tsd.allocated_next_event_fast = fast ? tsd.allocated_next_event : 0;
   tsd.deallocated_next_event_fast = fast ? tsd.deallocated_next_event : 0;
 }
