@@ -3,10 +3,13 @@
 
 #include <pthread.h>
 
+#include <cstdlib>
+
 #include "api/fork.h"
 #include "api/globals.h"
 #include "arena/arenas.h"
 #include "ctl/conf.h"
+#include "ctl/stats_print.h"
 #include "extent/ehooks.h"
 #include "meta/base.h"
 #include "os/pages.h"
@@ -27,6 +30,9 @@ namespace {
 constinit pthread_mutex_t g_init_mtx = PTHREAD_MUTEX_INITIALIZER;
 constinit bool g_init_running = false;
 constinit pthread_t g_init_thread = {};
+
+// opt.stats_print: the report at exit, with opt.stats_print_opts.
+void print_stats_at_exit() { stats_print(nullptr, nullptr, g_opt.stats_print_opts); }
 
 bool init_hard() {
   io_set_writer(&forward_message);
@@ -64,8 +70,11 @@ bool malloc_init() {
   g_init_running = false;
   if (ok) g_initialized.store(true, std::memory_order_release);
   pthread_mutex_unlock(&g_init_mtx);
-  // Registered last, with the allocator usable: pthread_atfork may allocate.
-  if (ok) fork_register();
+  // Registered last, with the allocator usable: these may allocate.
+  if (ok) {
+    fork_register();
+    if (g_opt.stats_print) atexit(print_stats_at_exit);
+  }
   return ok;
 }
 

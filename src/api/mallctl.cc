@@ -4,6 +4,7 @@
 
 #include "api/alloc_path.h"
 #include "ctl/ctl.h"
+#include "ctl/stats_print.h"
 #include "jemalloc/jemalloc.h"
 
 using namespace je;
@@ -24,6 +25,12 @@ JE_EXPORT int mallctlbymib(const size_t* mib, size_t miblen, void* oldp, size_t*
                            void* newp, size_t newlen) {
   if (JE_UNLIKELY(!api::ensure_init())) return EAGAIN;
   return ctl_bymib(mib, miblen, oldp, oldlenp, newp, newlen);
+}
+
+JE_EXPORT void malloc_stats_print(void (*write_cb)(void*, const char*), void* cbopaque,
+                                  const char* opts) {
+  if (JE_UNLIKELY(!api::ensure_init())) return;
+  stats_print(write_cb, cbopaque, opts);
 }
 
 }  // extern "C"
