@@ -33,6 +33,8 @@ constinit pthread_t g_init_thread = {};
 
 // opt.stats_print: the report at exit, with opt.stats_print_opts.
 void print_stats_at_exit() { stats_print(nullptr, nullptr, g_opt.stats_print_opts); }
+// opt.stats_interval: a report every stats_interval bytes allocated.
+void print_stats_interval() { stats_print(nullptr, nullptr, g_opt.stats_interval_opts); }
 
 bool init_hard() {
   io_set_writer(&forward_message);
@@ -45,11 +47,11 @@ bool init_hard() {
   mutex_set_max_spin(sysinfo::ncpus() > 1 ? g_opt.mutex_max_spin : 0);
   pages::set_trust_madvise(g_opt.trust_madvise);
   if (!pages::boot()) return false;
-  ehooks_set_thp_always(g_opt.thp_mode == ThpOpt::kAlways);
+  ehooks_set_thp(g_opt.thp_mode == ThpOpt::kAlways, g_opt.thp_mode == ThpOpt::kNever);
   if (base_global(static_cast<MetadataThp>(g_opt.metadata_thp_mode)) == nullptr) return false;
   if (!arenas_boot()) return false;
   tcache_boot();
-  return tsd_boot();
+  return tsd_boot(&print_stats_interval);
 }
 
 }  // namespace

@@ -12,11 +12,20 @@ namespace je {
 namespace {
 
 constinit bool g_thp_always = false;
+constinit bool g_thp_never = false;
 
 void* default_alloc(extent_hooks_t*, void* new_addr, size_t size, size_t alignment, bool* zero,
                     bool* commit, unsigned) {
   void* p = pages::map(new_addr, size, align_up(alignment, config::kPage), commit);
-  if (p != nullptr) *zero = true;  // fresh anonymous memory
+  if (p == nullptr) return nullptr;
+  *zero = true;  // fresh anonymous memory
+  // opt.thp overrides the system setting for our mappings, where the system leaves room.
+  pages::ThpMode sys = pages::system_thp_mode();
+  if (g_thp_always && sys == pages::ThpMode::kDefault) {
+    pages::huge(p, size);
+  } else if (g_thp_never && (sys == pages::ThpMode::kDefault || sys == pages::ThpMode::kAlways)) {
+    pages::nohuge(p, size);
+  }
   return p;
 }
 
@@ -67,7 +76,10 @@ const extent_hooks_t kDefaultExtentHooks = {
     default_purge_forced, default_split,      default_merge,
 };
 
-void ehooks_set_thp_always(bool always) { g_thp_always = always; }
+void ehooks_set_thp(bool always, bool never) {
+  g_thp_always = always;
+  g_thp_never = never;
+}
 
 // Calls into user hooks run with the thread marked reentrant: a hook that allocates must not
 // recurse into this thread's cache or arena locks (see support/reentrancy.h).

@@ -64,7 +64,9 @@ class Ehooks {
   unsigned ind_ = 0;
 };
 
-/// opt.thp == always disables purge-based zeroing (it would split huge pages).
-void ehooks_set_thp_always(bool always);
+/// opt.thp: `always` advises MADV_HUGEPAGE on new mappings (where the system mode is
+/// "madvise") and makes zeroing use memset instead of purging (which would split huge pages);
+/// `never` advises MADV_NOHUGEPAGE. Set once at init.
+void ehooks_set_thp(bool always, bool never);
 
 }  // namespace je

@@ -3,6 +3,8 @@
 
 #include <pthread.h>
 
+#include <atomic>
+
 #include "arena/arenas.h"
 #include "support/opt.h"
 #include "support/reentrancy.h"
@@ -15,6 +17,12 @@ namespace {
 
 constinit pthread_key_t g_exit_key = 0;
 constinit uint64_t g_event_interval = 0;
+// opt.stats_interval: bytes allocated (all threads) between reports; threads add their bytes
+// to g_stats_accum in batches of g_stats_batch.
+constinit StatsIntervalHook g_stats_hook = nullptr;
+constinit uint64_t g_stats_interval = 0;
+constinit uint64_t g_stats_batch = 0;
+constinit std::atomic<uint64_t> g_stats_accum{0};
 
 // Thread exit: flush the cache back to the arenas and leave the thread in purgatory, where
 // later calls (other destructors) are served without a cache.
@@ -28,15 +36,48 @@ void thread_cleanup(void* arg) {
   tsd_recompute_fast(tsd);
 }
 
+void schedule_alloc_event(Tsd& tsd) {
+  uint64_t next = tsd.gc_next_alloc;
+  if (g_stats_hook != nullptr && tsd.stats_last + g_stats_batch < next) {
+    next = tsd.stats_last + g_stats_batch;
+  }
+  tsd.allocated_next_event = next;
+}
+
 void schedule_events(Tsd& tsd) {
-  tsd.allocated_next_event = tsd.allocated + g_event_interval;
+  tsd.gc_next_alloc = tsd.allocated + g_event_interval;
+  tsd.stats_last = tsd.allocated;
+  schedule_alloc_event(tsd);
   tsd.deallocated_next_event = tsd.deallocated + g_event_interval;
+}
+
+// Adds this thread's bytes since its last report to the global count; prints when it reaches
+// the interval (one thread wins each interval).
+void stats_interval_event(Tsd& tsd) {
+  uint64_t delta = tsd.allocated - tsd.stats_last;
+  tsd.stats_last = tsd.allocated;
+  uint64_t cur = g_stats_accum.fetch_add(delta, std::memory_order_relaxed) + delta;
+  while (cur >= g_stats_interval) {
+    if (g_stats_accum.compare_exchange_weak(cur, cur - g_stats_interval,
+                                            std::memory_order_relaxed)) {
+      g_stats_hook();
+      return;
+    }
+  }
 }
 
 }  // namespace
 
-bool tsd_boot() {
+bool tsd_boot(StatsIntervalHook stats_hook) {
   g_event_interval = g_opt.tcache_gc_incr_bytes != 0 ? g_opt.tcache_gc_incr_bytes : 65536;
+  if (g_opt.stats_interval >= 0 && stats_hook != nullptr) {
+    g_stats_hook = stats_hook;
+    g_stats_interval = g_opt.stats_interval > 0 ? static_cast<uint64_t>(g_opt.stats_interval) : 1;
+    // Batches of 1/64 of the interval keep the shared counter cold, capped at 4 MiB.
+    g_stats_batch = g_stats_interval >> 6;
+    if (g_stats_batch == 0) g_stats_batch = 1;
+    if (g_stats_batch > (uint64_t{4} << 20)) g_stats_batch = uint64_t{4} << 20;
+  }
   return pthread_key_create(&g_exit_key, thread_cleanup) == 0;
 }
 
@@ -117,8 +158,15 @@ void tsd_set_tcache_enabled(Tsd& tsd, bool enabled) {
 
 void tsd_alloc_event(Tsd& tsd) {
   if (tsd.allocated < tsd.allocated_next_event) return;
-  if (tsd.state == TsdState::kNominal && !in_reentrant_call()) tcache_gc_step(&tsd.tcache);
-  tsd.allocated_next_event = tsd.allocated + g_event_interval;
+  if (tsd.allocated >= tsd.gc_next_alloc) {
+    if (tsd.state == TsdState::kNominal && !in_reentrant_call()) tcache_gc_step(&tsd.tcache);
+    tsd.gc_next_alloc = tsd.allocated + g_event_interval;
+  }
+  if (g_stats_hook != nullptr && tsd.allocated >= tsd.stats_last + g_stats_batch &&
+      !in_reentrant_call()) {
+    stats_interval_event(tsd);
+  }
+  schedule_alloc_event(tsd);
   tsd_recompute_fast(tsd);
 }
 

@@ -32,8 +32,10 @@ struct Tsd {
   uint64_t deallocated_next_event_fast;
   Tcache tcache;
   // Cold.
-  uint64_t allocated_next_event;
+  uint64_t allocated_next_event;    // min of the alloc-side events below
   uint64_t deallocated_next_event;
+  uint64_t gc_next_alloc;           // next cache GC step on the allocation side
+  uint64_t stats_last;              // allocated at the last stats_interval accounting
   uint64_t peak_alloc_base;    // thread.peak: allocated - deallocated at the last reset
   uint64_t peak_max;
   Arena* arena;
@@ -43,8 +45,11 @@ struct Tsd {
 
 extern constinit thread_local Tsd t_tsd JE_TLS_IE;
 
-/// Once at library init: the thread-exit hook and the event interval.
-bool tsd_boot();
+/// Prints statistics for opt.stats_interval (installed by the api layer, which can reach the
+/// report; the thread layer only counts bytes).
+using StatsIntervalHook = void (*)();
+/// Once at library init: the thread-exit hook and the event intervals.
+bool tsd_boot(StatsIntervalHook stats_hook);
 /// The calling thread's state, set up on first use (the library must be initialized).
 Tsd& tsd_fetch();
 /// The cache to use now, or nullptr (disabled, exiting thread, or inside a user hook).

@@ -41,7 +41,7 @@ class CtlStats : public ::testing::Test {
     ASSERT_NE(base_global(), nullptr);
     ASSERT_TRUE(arenas_boot());
     tcache_boot();
-    ASSERT_TRUE(tsd_boot());
+    ASSERT_TRUE(tsd_boot(nullptr));
     booted = true;
   }
 

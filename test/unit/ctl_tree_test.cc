@@ -491,7 +491,7 @@ class CtlTree : public ::testing::Test {
     ASSERT_NE(base_global(), nullptr);
     ASSERT_TRUE(arenas_boot());
     tcache_boot();
-    ASSERT_TRUE(tsd_boot());
+    ASSERT_TRUE(tsd_boot(nullptr));
     booted = true;
   }
 };
