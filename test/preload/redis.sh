@@ -137,6 +137,10 @@ same "$tmp/reference.out" "$tmp/ours.out" "redis replies"
 [ "$(rcli MEMORY PURGE | tr -d '\r')" = OK ] || fail "MEMORY PURGE failed"
 rcli MEMORY MALLOC-STATS >"$tmp/mstats.out" 2>&1 || fail "MEMORY MALLOC-STATS failed"
 [ "$(wc -c <"$tmp/mstats.out")" -gt 200 ] || fail "MEMORY MALLOC-STATS printed almost nothing"
+grep -q 'Begin jemalloc statistics' "$tmp/mstats.out" &&
+  grep -q 'End jemalloc statistics' "$tmp/mstats.out" ||
+  fail "MEMORY MALLOC-STATS is not a malloc_stats_print report"
+echo "  MEMORY MALLOC-STATS: $(wc -l <"$tmp/mstats.out") lines, $(grep -c '^arenas\[' "$tmp/mstats.out") arena sections"
 rcli MEMORY STATS >"$tmp/memstats.out" 2>&1 || fail "MEMORY STATS failed"
 rcli INFO memory | tr -d '\r' >"$tmp/info.out"
 for f in used_memory allocator_allocated allocator_active allocator_resident; do
@@ -148,6 +152,12 @@ a=$(sed -n 's/^allocator_allocated://p' "$tmp/info.out")
 b=$(sed -n 's/^allocator_active://p' "$tmp/info.out")
 c=$(sed -n 's/^allocator_resident://p' "$tmp/info.out")
 [ "$a" -le "$b" ] && [ "$b" -le "$c" ] || fail "allocator_allocated <= active <= resident does not hold ($a, $b, $c)"
+# Redis derives its fragmentation figures from these; they must be sane numbers.
+for f in allocator_frag_ratio allocator_rss_ratio; do
+  v=$(sed -n "s/^$f://p" "$tmp/info.out")
+  echo "  $f:$v"
+  awk -v v="$v" 'BEGIN { exit !(v >= 0.5 && v <= 20) }' || fail "INFO memory $f is '$v'"
+done
 kill -0 "$server_pid" 2>/dev/null || fail "redis-server died"
 stop_server
 if grep -e 'crashed by signal' -e 'ASSERTION FAILED' "$tmp/ours/redis.log"; then
