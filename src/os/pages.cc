@@ -10,6 +10,7 @@
 
 #include "os/sysinfo.h"
 #include "support/config.h"
+#include "support/errno_keeper.h"
 #include "support/util.h"
 
 // Older C library headers may lack the newer advice and flags; the values are the kernel ABI.
@@ -22,18 +23,6 @@
 
 namespace je::pages {
 namespace {
-
-// Restores errno on scope exit (see "errno" in pages.h).
-class ErrnoKeeper {
- public:
-  ErrnoKeeper() : saved_(errno) {}
-  ~ErrnoKeeper() { errno = saved_; }
-  ErrnoKeeper(const ErrnoKeeper&) = delete;
-  ErrnoKeeper& operator=(const ErrnoKeeper&) = delete;
-
- private:
-  int saved_;
-};
 
 enum BootState : int { kNotBooted = 0, kBootedOk = 1, kBootFailed = 2 };
 

@@ -10,22 +10,10 @@
 #include <atomic>
 #include <bit>
 #include <cstdint>
+#include "support/errno_keeper.h"
 
 namespace je::sysinfo {
 namespace {
-
-// Restores errno on scope exit: these functions run inside malloc, whose callers do not expect
-// a successful allocation to change errno.
-class ErrnoKeeper {
- public:
-  ErrnoKeeper() : saved_(errno) {}
-  ~ErrnoKeeper() { errno = saved_; }
-  ErrnoKeeper(const ErrnoKeeper&) = delete;
-  ErrnoKeeper& operator=(const ErrnoKeeper&) = delete;
-
- private:
-  int saved_;
-};
 
 // 0 = not computed yet.
 constinit std::atomic<unsigned> g_ncpus{0};
