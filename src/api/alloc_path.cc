@@ -7,6 +7,7 @@
 
 #include "api/init.h"
 #include "arena/arenas.h"
+#include "support/malloc_io.h"
 #include "support/opt.h"
 
 namespace je::api {
@@ -104,6 +105,12 @@ void idalloc(Tsd& tsd, Tcache* tc, void* ptr, const EmapEntry& ent) {
   }
 }
 
+// A pointer this library did not hand out (or already freed beyond recognition). Ignored,
+// unless opt.abort asks to stop at misuse.
+JE_NOINLINE_COLD void invalid_pointer(const char* func, const void* ptr) {
+  if (g_opt.abort) je_abort_msg("<jemalloc>: %s(): invalid pointer %p\n", func, ptr);
+}
+
 Arena* explicit_arena(unsigned arena_flag, bool* bad) {
   *bad = false;
   if (arena_flag == 0) return nullptr;
@@ -144,7 +151,10 @@ void* mallocx_slow(size_t size) { return allocate(sz::s2u(size), 0, false, kTcac
 
 void deallocate(void* ptr, unsigned tcache_flag) {
   EmapEntry ent = g_emap.lookup_entry(ptr);
-  if (JE_UNLIKELY(ent.edata == nullptr)) return;  // not ours (or already gone): ignore
+  if (JE_UNLIKELY(ent.edata == nullptr)) {
+    invalid_pointer("free", ptr);
+    return;
+  }
   Tsd& tsd = tsd_fetch();
   Tcache* tc = pick_tcache(tsd, tcache_flag);
   idalloc(tsd, tc, ptr, ent);
@@ -211,7 +221,10 @@ void* reallocate(void* ptr, size_t size, size_t alignment, bool zero, unsigned t
   size_t usize = usize_for(size, alignment);
   if (JE_UNLIKELY(usize == 0 || size > sc::kLargeMaxClass)) return nullptr;
   EmapEntry ent = g_emap.lookup_entry(ptr);
-  if (JE_UNLIKELY(ent.edata == nullptr)) return nullptr;
+  if (JE_UNLIKELY(ent.edata == nullptr)) {
+    invalid_pointer("realloc", ptr);
+    return nullptr;
+  }
   Tsd& tsd = tsd_fetch();
   size_t oldsize = sz::index2size(ent.szind);
   bool aligned_ok = alignment == 0 || (addr_of(ptr) & (alignment - 1)) == 0;

@@ -8,6 +8,8 @@
 #include <new>
 
 #include "api/alloc_path.h"
+#include "support/malloc_io.h"
+#include "support/opt.h"
 
 using namespace je;
 using namespace je::api;
@@ -32,7 +34,13 @@ JE_NOINLINE_COLD void* handle_oom(size_t usize, size_t alignment) {
     void* p = usize == 0 ? nullptr : allocate(usize, alignment, false, kTcacheAuto, 0);
     if (p != nullptr) return p;
   }
-  if constexpr (!kNothrow) throw std::bad_alloc();
+  if constexpr (!kNothrow) {
+    if (g_opt.experimental_infallible_new) {
+      je_abort_msg("<jemalloc>: Allocation failed and opt.experimental_infallible_new is true. "
+                   "Aborting.\n");
+    }
+    throw std::bad_alloc();
+  }
   return nullptr;
 }
 

@@ -2,6 +2,7 @@
 #include "os/pages.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -11,6 +12,8 @@
 #include "os/sysinfo.h"
 #include "support/config.h"
 #include "support/errno_keeper.h"
+#include "support/malloc_io.h"
+#include "support/opt.h"
 #include "support/util.h"
 
 // Older C library headers may lack the newer advice and flags; the values are the kernel ABI.
@@ -42,26 +45,11 @@ constexpr int kProtDecommit = PROT_NONE;
 
 // Reports a failed syscall on stderr with write(2): stdio may allocate and may be locked by the
 // caller we are serving.
+// An OS call that should not fail did: report it like jemalloc ("<jemalloc>: Error in
+// munmap(): ..."), through the installed message writer, and stop if opt.abort asks to.
 void report_error(const char* what, int err) {
-  char msg[96];
-  size_t n = 0;
-  auto put = [&](const char* s) {
-    while (*s != '\0' && n < sizeof(msg) - 1) msg[n++] = *s++;
-  };
-  put("<jemalloc>: Error in ");
-  put(what);
-  put("(): errno ");
-  char digits[12];
-  size_t d = 0;
-  unsigned v = err < 0 ? 0u : static_cast<unsigned>(err);
-  do {
-    digits[d++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0 && d < sizeof(digits));
-  while (d > 0 && n < sizeof(msg) - 1) msg[n++] = digits[--d];
-  put("\n");
-  ssize_t ignored = write(STDERR_FILENO, msg, n);
-  (void)ignored;
+  io_printf("<jemalloc>: Error in %s(): errno %d\n", what, err);
+  if (g_opt.abort) abort();
 }
 
 int map_flags() {

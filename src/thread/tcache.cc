@@ -44,6 +44,13 @@ Arena* owner_arena(const Edata* e) { return arena_get(e->arena_ind, false); }
 
 constexpr unsigned kFlushChunk = 128;
 
+// opt.tcache_gc_delay_bytes as a number of items of this class (GC skips flushes until that
+// many items would have gone), at most 255.
+uint8_t gc_delay_items(szind_t binind) {
+  size_t items = g_opt.tcache_gc_delay_bytes / sz::index2size(binind);
+  return static_cast<uint8_t>(items > 255 ? 255 : items);
+}
+
 }  // namespace
 
 void tcache_boot() {
@@ -97,6 +104,7 @@ bool tcache_init(Tcache* t, Arena* arena) {
   s.next_gc_bin = 0;
   for (auto& d : s.lg_fill_div) d = 1;
   for (auto& r : s.bin_refilled) r = false;
+  for (szind_t i = 0; i < sc::kNBins; i++) s.flush_delay_items[i] = gc_delay_items(i);
   s.stack = stack;
   s.owner = t;
   MutexGuard guard(g_tcaches_mtx);
@@ -243,6 +251,15 @@ void tcache_gc_step(Tcache* t) {
     // Unused since the last visit: flush (ceiling) 3/4 of it.
     unsigned rem = ncached - low_water + (low_water >> 2);
     if (binind < sc::kNBins) {
+      unsigned nflush = ncached - rem;
+      if (nflush < s.flush_delay_items[binind]) {
+        // Still within the configured delay: count it down instead of flushing.
+        s.flush_delay_items[binind] = static_cast<uint8_t>(s.flush_delay_items[binind] - nflush);
+        bin.reset_low_water();
+        if (++s.next_gc_bin >= g_tcache_geo.nhbins) s.next_gc_bin = 0;
+        return;
+      }
+      s.flush_delay_items[binind] = gc_delay_items(binind);
       tcache_flush_small(t, binind, rem);
       // ...and fill less next time, keeping fills at least one region.
       if ((bin.ncached_max() >> (s.lg_fill_div[binind] + 1)) >= 1) s.lg_fill_div[binind]++;

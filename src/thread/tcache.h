@@ -53,6 +53,7 @@ struct TcacheSlow {
   unsigned next_gc_bin = 0;
   uint8_t lg_fill_div[sc::kNBins] = {};
   bool bin_refilled[sc::kNBins] = {};
+  uint8_t flush_delay_items[sc::kNBins] = {};  // opt.tcache_gc_delay_bytes, in items
   void** stack = nullptr;  // backing memory of all bins' slots
   Tcache* owner = nullptr;
   QlLink<TcacheSlow> link;  // list of live caches (stats.arenas.<i>.tcache_bytes)
