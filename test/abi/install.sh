@@ -131,6 +131,33 @@ else
   fi
 fi
 
+# A program written for jemalloc's API (arenas.create, mallocx with MALLOCX_ARENA, rallocx,
+# dallocx, version check), compiled against the installed header, linked dynamically and
+# statically (pkg-config --static supplies the C++ runtime libjemalloc.a needs), and run.
+user=$top_srcdir/test/integration/api_user.c
+if [ -z "${missing:-}" ]; then
+  if ! $CC -std=c11 -Wall -Werror -I"$I" "$user" -o "$abi_tmp/api_user" -L"$L" -ljemalloc \
+      -Wl,-rpath,"$L" 2>"$abi_tmp/user.err"; then
+    bad "api_user.c does not build against the installed header and library:"
+    sed 's/^/    /' "$abi_tmp/user.err"
+  elif ! out=$("$abi_tmp/api_user" 2>&1); then
+    bad "api_user (dynamic) failed: $out"
+  else
+    echo "api_user (installed header, shared library): ok"
+  fi
+  static_libs=$(PKG_CONFIG_PATH="$L/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" \
+    pkg-config --static --libs-only-l --libs-only-other jemalloc 2>/dev/null | sed 's/-ljemalloc//')
+  if ! $CC -std=c11 -Wall -Werror -I"$I" "$user" -o "$abi_tmp/api_user_static" \
+      "$L/libjemalloc.a" $static_libs 2>"$abi_tmp/user_static.err"; then
+    bad "api_user.c does not link statically against the installed libjemalloc.a:"
+    sed 's/^/    /' "$abi_tmp/user_static.err"
+  elif ! out=$("$abi_tmp/api_user_static" 2>&1); then
+    bad "api_user (static) failed: $out"
+  else
+    echo "api_user (installed header, static library, libs: $static_libs): ok"
+  fi
+fi
+
 if ! $MAKE --no-print-directory -C "$top_builddir" uninstall DESTDIR="$dest" \
     >"$abi_tmp/uninstall.log" 2>&1; then
   bad "make uninstall failed"
