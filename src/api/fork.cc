@@ -6,6 +6,7 @@
 #include "api/init.h"
 #include "arena/arena.h"
 #include "arena/arenas.h"
+#include "arena/background_thread.h"
 #include "ctl/ctl.h"
 #include "extent/emap.h"
 #include "meta/base.h"
@@ -26,8 +27,12 @@ void for_each_arena(F f) {
 void prefork() {
   if (!g_initialized.load(std::memory_order_acquire)) return;
   ctl_prefork();
+  // The switch is held while threads are created, which allocates: take it before any lock
+  // an allocation may need.
+  background_thread_prefork0();
   tcaches_prefork();
   arenas_prefork();
+  background_thread_prefork1();
   for (unsigned stage = 0; stage < Arena::kPreforkStages; stage++) {
     // The radix tree and the global base rank between the ecaches and the arena bases.
     if (stage == 3) {
@@ -43,6 +48,7 @@ void postfork_parent() {
   for_each_arena([](Arena* a) { a->postfork_parent(); });
   base_global()->postfork_parent();
   g_emap.rtree().postfork_parent();
+  background_thread_postfork_parent();
   arenas_postfork_parent();
   tcaches_postfork_parent();
   ctl_postfork_parent();
@@ -53,6 +59,8 @@ void postfork_child() {
   for_each_arena([](Arena* a) { a->postfork_child(); });
   base_global()->postfork_child();
   g_emap.rtree().postfork_child();
+  // No background thread exists in the child: the feature reads off there, as in 5.3.0.
+  background_thread_postfork_child();
   arenas_postfork_child();
   tcaches_postfork_child();
   ctl_postfork_child();

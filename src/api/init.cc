@@ -8,6 +8,7 @@
 #include "api/fork.h"
 #include "api/globals.h"
 #include "arena/arenas.h"
+#include "arena/background_thread.h"
 #include "ctl/conf.h"
 #include "ctl/stats_print.h"
 #include "extent/ehooks.h"
@@ -50,6 +51,7 @@ bool init_hard() {
   ehooks_set_thp(g_opt.thp_mode == ThpOpt::kAlways, g_opt.thp_mode == ThpOpt::kNever);
   if (base_global(static_cast<MetadataThp>(g_opt.metadata_thp_mode)) == nullptr) return false;
   if (!arenas_boot()) return false;
+  if (!background_thread_boot()) return false;
   tcache_boot();
   return tsd_boot(&print_stats_interval);
 }
@@ -76,6 +78,10 @@ bool malloc_init() {
   if (ok) {
     fork_register();
     if (g_opt.stats_print) atexit(print_stats_at_exit);
+    // Creating threads allocates, so only now; the allocator keeps working without them.
+    if (g_opt.background_thread && !background_thread_set_enabled(true)) {
+      io_printf("<jemalloc>: cannot start background threads\n");
+    }
   }
   return ok;
 }

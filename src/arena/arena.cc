@@ -5,6 +5,7 @@
 #include <new>
 
 #include "arena/arenas.h"
+#include "arena/background_thread.h"
 #include "extent/emap.h"
 #include "meta/sz.h"
 #include "support/nstime.h"
@@ -17,9 +18,10 @@ namespace {
 
 constexpr size_t kPage = config::kPage;
 
-/// Per-thread decay pacing: arenas advance decay every ~1000 allocation events of a thread
-/// (uniformly random period with that mean, so threads do not fire in lock step). Kept here
-/// rather than in the thread layer because every arena path ticks it.
+/// Per-thread arena state: decay pacing (arenas advance decay every ~1000 allocation events of a
+/// thread, a uniformly random period with that mean so threads do not fire in lock step) and the
+/// random state behind the cache-oblivious offsets. Kept here rather than in the thread layer
+/// because every arena path uses it.
 struct DecayTicker {
   int32_t tick;
   uint64_t prng;
@@ -44,7 +46,6 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
   a->manual_ = manual;
   a->base_ = base;
   a->create_ns_ = nstime_now_ns();
-  a->offset_state_.store(ind + 1, std::memory_order_relaxed);
   PacOptions o;
   o.ind = ind;
   o.base = base;
@@ -157,7 +158,10 @@ void Arena::dalloc_small(Edata* slab, szind_t binind, void* ptr) {
     bin.stats.ndalloc++;
     bin.stats.curregs--;
   }
-  if (empty) pac.dalloc(slab);
+  if (empty) {
+    pac.dalloc(slab);
+    dirty_added();
+  }
   decay_tick();
 }
 
@@ -180,12 +184,14 @@ void Arena::dalloc_small_batch(szind_t binind, void* const* ptrs, Edata* const* 
     bin.stats.nrequests += nrequests;
     bin.stats.nflushes++;
   }
+  bool dirtied = empty_head != nullptr;
   while (empty_head != nullptr) {
     Edata* next = empty_head->ql_link.next;
     empty_head->ql_link = {};
     pac.dalloc(empty_head);
     empty_head = next;
   }
+  if (dirtied) dirty_added();
   decay_tick();
 }
 
@@ -193,18 +199,15 @@ void Arena::dalloc_small_batch(szind_t binind, void* const* ptrs, Edata* const* 
 
 void Arena::randomize_offset(Edata* e, size_t alignment) {
   // The pad page lets the returned pointer start at a random cache line of the first page, so
-  // that large allocations do not all alias in the same cache sets.
+  // that large allocations do not all alias in the same cache sets. The random state is
+  // per thread (seeded from its TLS address, so it also differs between processes).
   if constexpr (!config::kCacheOblivious) return;
   if (alignment >= kPage) return;
   size_t align = alignment < kCacheline ? kCacheline : alignment;
   unsigned lg_range = config::kLgPage - lg_floor(align);
-  uint64_t state = offset_state_.load(std::memory_order_relaxed);
-  uint64_t r;
-  uint64_t next;
-  do {
-    next = prng_state_next(state);
-    r = next >> (64 - lg_range);
-  } while (!offset_state_.compare_exchange_weak(state, next, std::memory_order_relaxed));
+  DecayTicker& t = t_decay_ticker;
+  if (t.prng == 0) t.prng = addr_of(&t) | 1;
+  uint64_t r = prng_lg_range_u64(&t.prng, lg_range);
   e->addr = ptr_of(e->base_addr() + (r << (config::kLgPage - lg_range)));
 }
 
@@ -235,6 +238,7 @@ void Arena::dalloc_large(Edata* e) {
   bump(ls.ndalloc);
   ls.curlextents.fetch_sub(1, std::memory_order_relaxed);
   pac.dalloc(e);
+  dirty_added();
   decay_tick();
 }
 
@@ -285,6 +289,7 @@ bool Arena::ralloc_large_no_move(Edata* e, size_t usize_min, size_t usize_max, b
   if (oldusize > usize_max) {
     if (pac.shrink(e, e->size, usize_max + sz::kLargePad)) {
       resized(usize_max);
+      dirty_added();
       decay_tick();
       return true;
     }
@@ -294,16 +299,30 @@ bool Arena::ralloc_large_no_move(Edata* e, size_t usize_min, size_t usize_max, b
 
 // ---- decay -------------------------------------------------------------------------------
 
+void Arena::dirty_added() {
+  // With dirty_decay_ms 0 freed pages are purged at once, skipping muzzy (jemalloc's deferred
+  // work after a free); otherwise a background thread may need waking.
+  if (pac.decay_ms_get(ExtentState::kDirty) == 0) pac.decay_all(ExtentState::kDirty, /*fully=*/true);
+  background_thread_dirty_added(this);
+}
+
 void Arena::decay(bool is_background_thread, bool all) {
+  // With background threads on, only they purge on schedule (as 5.3.0, explicit
+  // arena.<i>.decay included); other callers keep the epochs current and report bursts.
+  const bool deferred = !all && !is_background_thread && background_thread_enabled();
   for (ExtentState which : {ExtentState::kDirty, ExtentState::kMuzzy}) {
     if (all) {
       pac.decay_all(which, /*fully=*/true);
       continue;
     }
     Pac::Eagerness eagerness = is_background_thread ? Pac::Eagerness::kAlways
+                               : deferred           ? Pac::Eagerness::kNever
                                                     : Pac::Eagerness::kOnEpochAdvance;
     bool advanced;
     pac.try_decay(which, nstime_now_ns(), eagerness, &advanced);
+    if (deferred && advanced && which == ExtentState::kDirty) {
+      background_thread_epoch_advanced(this);
+    }
   }
 }
 

@@ -96,13 +96,14 @@ class Arena {
 
  private:
   Edata* slab_alloc(szind_t binind);
+  /// Pages just went to the dirty cache (free, emptied slab, shrink).
+  void dirty_added();
   void randomize_offset(Edata* e, size_t alignment);
 
   unsigned ind_ = 0;
   bool manual_ = false;
   Base* base_ = nullptr;
   uint64_t create_ns_ = 0;
-  std::atomic<uint64_t> offset_state_{0};
   Mutex large_mtx_{LockRank::kArenaLarge, "arena_large"};
   EdataList large_;  // manual arenas only
 };

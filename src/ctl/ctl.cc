@@ -7,6 +7,7 @@
 
 #include "arena/arena.h"
 #include "arena/arenas.h"
+#include "arena/background_thread.h"
 #include "ctl/ctl_handlers.h"
 #include "ctl/ctl_stats.h"
 #include "ctl/ctl_tree.h"
@@ -30,15 +31,6 @@ namespace {
 constinit bool g_booted = false;
 /// realloc(p, 0) calls that freed p (stats.zero_reallocs).
 constinit std::atomic<size_t> g_zero_reallocs{0};
-/// max_background_threads: a limit only (no background threads run in this build).
-constinit size_t g_max_background_threads = 0;
-
-/// opt.max_background_threads as 5.3.0 reports it after boot: "unset" means 4.
-size_t max_background_threads_opt() {
-  size_t v = g_opt.max_background_threads;
-  return v > kOptMaxBackgroundThreadsLimit ? kOptMaxBackgroundThreadsDefault : v;
-}
-
 // ---- thread.peak ----------------------------------------------------------------------------
 // jemalloc's definition: the maximum of (allocated - deallocated) seen since the last reset,
 // sampled when read (and, in jemalloc, on a 64 KiB allocation event we do not have, so bursts
@@ -59,8 +51,9 @@ void peak_reset(Tsd& tsd) {
 
 bool ensure_booted() {
   if (g_booted) return true;
+  // Normally done by library init; the unit tests drive ctl on a core booted without it.
+  if (!background_thread_boot()) return false;
   if (!stats_boot()) return false;
-  g_max_background_threads = max_background_threads_opt();
   g_booted = true;
   return true;
 }
@@ -84,28 +77,35 @@ int node_epoch(Req& r) {
   return read_out(r, epoch);
 }
 
-// Background threads are not implemented: nothing runs, so the switch reads false; turning it
-// off is a no-op and turning it on fails the way 5.3.0 reports a failed start (EFAULT, after
-// the old value was delivered).
+// Background threads. As in 5.3.0, the old value is delivered before the change is made, and a
+// failed start answers EFAULT. Unlike 5.3.0 the ctl mutex is not held: stopping joins threads
+// that may be running user extent hooks, which may themselves call mallctl. The module
+// serializes concurrent switches itself.
 int node_background_thread(Req& r) {
-  MutexGuard g(g_ctl_mtx);
-  bool old = false;
+  bool old = background_thread_enabled();
   bool v = old;
   if (int e = write_in(r, &v)) return e;
   if (int e = read_out(r, old)) return e;
-  return v == old ? 0 : EFAULT;
+  if (!r.writing()) return 0;
+  // Any non-zero byte means true, as 5.3.0 reads it.
+  unsigned char byte;
+  std::memcpy(&byte, &v, 1);
+  if ((byte != 0) == old) return 0;
+  return background_thread_set_enabled(byte != 0) ? 0 : EFAULT;
 }
 
 int node_max_background_threads(Req& r) {
-  MutexGuard g(g_ctl_mtx);
-  size_t old = g_max_background_threads;
+  size_t old = background_thread_max();
   size_t v = old;
   if (int e = write_in(r, &v)) return e;
   if (int e = read_out(r, old)) return e;
-  if (v == old) return 0;
-  if (v > max_background_threads_opt()) return EINVAL;
-  g_max_background_threads = v;
-  return 0;
+  if (!r.writing() || v == old) return 0;
+  switch (background_thread_set_max(v)) {
+    case BackgroundThreadSetMax::kOk: return 0;
+    case BackgroundThreadSetMax::kInvalid: return EINVAL;
+    case BackgroundThreadSetMax::kStartFailed: return EFAULT;
+  }
+  return EFAULT;
 }
 
 // ---- thread.* -------------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 
 #include "arena/arena.h"
 #include "arena/arenas.h"
+#include "arena/background_thread.h"
 #include "ctl/ctl_handlers.h"
 #include "ctl/ctl_stats.h"
 #include "extent/ehooks.h"
@@ -88,7 +89,10 @@ int node_reset(Req& r) {
   unsigned ind;
   Arena* a;
   if (int e = manual_target(r, &ind, &a)) return e;
+  // Background threads keep off the arena while it is emptied (5.3.0 pauses them too).
+  background_thread_pause_arena(ind);
   a->reset();
+  background_thread_resume_arena(ind);
   return 0;
 }
 
@@ -102,10 +106,13 @@ int node_destroy(Req& r) {
     return EFAULT;
   }
   while (g_all_walkers.load(std::memory_order_acquire) != 0) sched_yield();
+  background_thread_pause_arena(ind);
   // Reset first so that the destroyed view gets the final event counters of an empty arena.
   a->reset();
   stats_arena_destroying(ind, a);
-  return arena_destroy_manual(ind) ? 0 : EFAULT;
+  bool ok = arena_destroy_manual(ind);
+  background_thread_resume_arena(ind);
+  return ok ? 0 : EFAULT;
 }
 
 /// dss precedence: this build never uses sbrk, so every arena (and the default for new arenas)
@@ -163,6 +170,8 @@ int node_decay_ms(Req& r) {
     ssize_t v;
     if (int e = write_in(r, &v)) return e;
     if (!a->pac.decay_ms_set(kWhich, v, nstime_now_ns())) return EFAULT;
+    // The arena's background thread may be asleep on a schedule computed for the old time.
+    background_thread_wake_arena(ind);
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 
 #include "arena/arena.h"
 #include "arena/arenas.h"
+#include "arena/background_thread.h"
 #include "ctl/ctl_handlers.h"
 #include "meta/base.h"
 #include "meta/sz.h"
@@ -306,7 +307,13 @@ void stats_refresh() {
   g.resident = g_all->resident;
   g.mapped = g_all->mapped;
   g.retained = g_all->retained;
-  // The caller holds the ctl mutex; the other global mutexes do not exist in this build.
+  BackgroundThreadStats bg = background_thread_stats();
+  g.bg_num_threads = bg.num_threads;
+  g.bg_num_runs = bg.num_runs;
+  g.bg_run_interval = bg.run_interval_ns;
+  g.mutexes[kMtxBackgroundThread] = bg.global_mutex;
+  g.mutexes[kMtxMaxPerBgThd] = bg.max_per_thread;
+  // The caller holds the ctl mutex; the profiling mutexes do not exist in this build.
   g.mutexes[kMtxCtl] = g_ctl_mtx.stats();
   g.epoch++;
 }
@@ -334,6 +341,7 @@ void stats_arena_destroying(unsigned ind, Arena* a) {
 
 void stats_mutexes_reset() {
   g_ctl_mtx.reset_stats();
+  background_thread_mutex_stats_reset();
   unsigned n = arenas_narenas_total();
   for (unsigned i = 0; i < n; i++) {
     Arena* a = arena_get(i, false);
@@ -422,7 +430,7 @@ int mutex_field(Req& r) {
   });
 }
 
-/// A statistic of a feature that is off in this build (background threads, HPA): it counts
+/// A statistic of a feature that is off in this build (HPA): it counts
 /// nothing, as in 5.3.0 with the feature disabled.
 template <class T>
 int zero_field(Req& r) {
@@ -462,9 +470,9 @@ constexpr std::array<Node, 7> kArenaMutexCounters = mutex_counters<MutexSite::kA
 constexpr std::array<Node, 7> kBinMutexCounters = mutex_counters<MutexSite::kBin>();
 
 constexpr Node kBackgroundThread[] = {
-    leaf("num_threads", &zero_field<size_t>),
-    leaf("num_runs", &zero_field<uint64_t>),
-    leaf("run_interval", &zero_field<uint64_t>),
+    leaf("num_threads", &global_field<&GlobalSnap::bg_num_threads>),
+    leaf("num_runs", &global_field<&GlobalSnap::bg_num_runs>),
+    leaf("run_interval", &global_field<&GlobalSnap::bg_run_interval>),
 };
 
 constexpr Node kGlobalMutexes[] = {

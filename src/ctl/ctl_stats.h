@@ -175,6 +175,10 @@ struct GlobalSnap {
   size_t resident;
   size_t mapped;
   size_t retained;
+  // stats.background_thread.* (0 while background threads are off).
+  size_t bg_num_threads;
+  uint64_t bg_num_runs;
+  uint64_t bg_run_interval;
   MutexStats mutexes[kNGlobalMutexes];
 };
 

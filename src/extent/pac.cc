@@ -131,6 +131,19 @@ bool Pac::try_decay(ExtentState which, uint64_t now_ns, Eagerness eagerness,
   return true;
 }
 
+uint64_t Pac::decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t npages_threshold) {
+  DecayPipeline& p = pipeline(which);
+  if (p.decay.ms() <= 0) return UINT64_MAX;
+  if (!p.mtx.try_lock()) return 0;
+  uint64_t ns = p.decay.ns_until_purge(ecache_of(which).npages(), npages_threshold);
+  uint64_t epoch = p.decay.epoch_ns();
+  p.mtx.unlock();
+  if (ns == UINT64_MAX) return ns;
+  // ns_until_purge counts from the current epoch start.
+  uint64_t due = epoch > UINT64_MAX - ns ? UINT64_MAX - 1 : epoch + ns;
+  return due > now_ns ? due - now_ns : 0;
+}
+
 void Pac::maybe_decay_purge_locked(ExtentState which, uint64_t now_ns, Eagerness eagerness,
                                    bool* epoch_advanced) {
   DecayPipeline& p = pipeline(which);

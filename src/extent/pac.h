@@ -98,6 +98,11 @@ class Pac {
   /// Advance decay and purge down to its limit. Returns false when another thread holds the
   /// decay lock (nothing done); *epoch_advanced reports an epoch change.
   bool try_decay(ExtentState which, uint64_t now_ns, Eagerness eagerness, bool* epoch_advanced);
+  /// For background threads: nanoseconds from now_ns until at least npages_threshold pages of
+  /// `which` (all of them, if fewer) are purgeable, assuming nothing changes meanwhile. 0 when
+  /// due now, or when the decay lock is busy (ask again soon); UINT64_MAX when decay will never
+  /// purge here on a schedule (no pages; decay_ms -1, or 0, which purges inline).
+  uint64_t decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t npages_threshold);
 
   /// Destroy everything retained (arena destroy); the address space goes back to the OS.
   void destroy_retained();

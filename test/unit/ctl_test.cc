@@ -533,9 +533,12 @@ TEST_F(Ctl, BackgroundThreads) {
   bool old = true;
   bool on = true;
   size_t len = sizeof(old);
-  EXPECT_EQ(ctl_byname("background_thread", &old, &len, &on, sizeof(on)), EFAULT);
-  EXPECT_FALSE(old);
   EXPECT_EQ(ctl_byname("background_thread", nullptr, nullptr, &on, 4), EINVAL);
+  EXPECT_FALSE(read<bool>("background_thread"));
+  EXPECT_EQ(ctl_byname("background_thread", &old, &len, &on, sizeof(on)), 0);
+  EXPECT_FALSE(old);
+  EXPECT_TRUE(read<bool>("background_thread"));
+  EXPECT_EQ(put("background_thread", false), 0);  // stops and joins them
   EXPECT_FALSE(read<bool>("background_thread"));
 
   EXPECT_EQ(read<size_t>("max_background_threads"), 4u);

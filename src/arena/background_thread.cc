@@ -1,0 +1,478 @@
+// background_thread.cc: purging threads (see background_thread.h).
+#include "arena/background_thread.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+#include "arena/arena.h"
+#include "arena/arenas.h"
+#include "meta/base.h"
+#include "support/nstime.h"
+#include "support/opt.h"
+
+namespace je {
+
+namespace detail {
+constinit std::atomic<bool> g_background_thread_enabled{false};
+}  // namespace detail
+
+namespace {
+
+using detail::g_background_thread_enabled;
+
+// Published wake-up time of a slot: the thread is running (or about to), it sleeps without a
+// deadline, or the monotonic time it will wake at.
+constexpr uint64_t kAwake = 0;
+constexpr uint64_t kIndefinite = UINT64_MAX;
+
+enum class State : uint8_t { kStopped, kRunning, kStopping };
+
+// Cache-line aligned: application threads poll wakeup_ns of one slot while another thread
+// updates its neighbour's counters.
+struct JE_CACHELINE_ALIGNED Slot {
+  Mutex mtx{LockRank::kBackgroundThread, "background_thread_info"};
+  State state = State::kStopped;  // mtx
+  uint64_t nruns = 0;             // mtx: runs since the thread started
+  uint64_t slept_ns = 0;          // mtx: time slept after those runs
+  bool started = false;           // g_mtx: between a successful start and the join
+  pthread_t thread{};             // the switch
+  // Lock-free side, read by application threads.
+  std::atomic<uint64_t> wakeup_ns{kAwake};
+  // Set by an application thread that added dirty pages while the thread was awake: the run
+  // may have looked at that arena already, so an indefinite sleep must be reconsidered.
+  std::atomic<bool> recheck{false};
+  // Sleep channel; sleep_mtx is a leaf.
+  pthread_mutex_t sleep_mtx = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t cond{};  // CLOCK_MONOTONIC, initialized at boot
+  bool wake_pending = false;  // sleep_mtx
+};
+
+constinit pthread_mutex_t g_switch = PTHREAD_MUTEX_INITIALIZER;
+constinit Mutex g_mtx{LockRank::kBackgroundThreadGlobal, "background_thread"};
+constinit std::atomic<Slot*> g_slots{nullptr};
+constinit unsigned g_nslots = 0;  // opt.max_background_threads after boot; fixed from then on
+constinit std::atomic<unsigned> g_max{0};
+// Per arena index: pause nesting count (reset/destroy) and dirty pages at the last run.
+constinit std::atomic<uint8_t> g_paused[kMaxArenas] = {};
+constinit std::atomic<size_t> g_dirty_mark[kMaxArenas] = {};
+
+Slot* slots() { return g_slots.load(std::memory_order_acquire); }
+
+Slot* slot_of(unsigned arena_ind) {
+  Slot* s = slots();
+  unsigned max = g_max.load(std::memory_order_relaxed);
+  if (s == nullptr || max == 0) return nullptr;
+  return &s[arena_ind % max];
+}
+
+void init_cond(pthread_cond_t* cond) {
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(cond, &attr);
+  pthread_condattr_destroy(&attr);
+}
+
+void wake(Slot& s) {
+  pthread_mutex_lock(&s.sleep_mtx);
+  s.wake_pending = true;
+  pthread_cond_signal(&s.cond);
+  pthread_mutex_unlock(&s.sleep_mtx);
+}
+
+// One run of thread k over its arenas; returns how long to sleep. `do_work` is false right
+// after an indefinite sleep: whatever woke the thread (new dirty pages) is not due yet, only
+// the schedule needs computing. *handled is set when the thread owns at least one arena.
+uint64_t run_once(unsigned k, bool do_work, bool* handled) {
+  const unsigned max = g_max.load(std::memory_order_relaxed);  // stable while we run
+  const unsigned n = arenas_narenas_total();
+  uint64_t until = kIndefinite;
+  for (unsigned i = k; i < n && i < kMaxArenas; i += max) {
+    if (g_paused[i].load(std::memory_order_acquire) != 0) continue;
+    Arena* a = arena_get(i, /*create=*/false);
+    if (a == nullptr) continue;
+    *handled = true;
+    if (do_work) a->decay(/*is_background_thread=*/true, /*all=*/false);
+    g_dirty_mark[i].store(a->pac.ndirty(), std::memory_order_relaxed);
+    if (until <= kBackgroundThreadMinIntervalNs) continue;  // the minimum applies anyway
+    const uint64_t now = nstime_now_ns();
+    for (ExtentState which : {ExtentState::kDirty, ExtentState::kMuzzy}) {
+      uint64_t ns = a->pac.decay_ns_until_purge(which, now, kBackgroundThreadPurgeNpagesThreshold);
+      if (ns < until) until = ns;
+    }
+  }
+  if (until == kIndefinite) return kIndefinite;
+  return until < kBackgroundThreadMinIntervalNs ? kBackgroundThreadMinIntervalNs : until;
+}
+
+// Called with s.mtx held (released while asleep, held again on return). Returns true when the
+// next run should only compute the schedule (the sleep had no deadline).
+bool sleep_after_run(Slot& s, uint64_t interval, bool counted) {
+  if (counted) s.nruns++;
+  const uint64_t before = nstime_now_ns();
+  const bool indefinite = interval == kIndefinite;
+  uint64_t deadline = kIndefinite;
+  if (!indefinite) {
+    deadline = before > kIndefinite - 1 - interval ? kIndefinite - 1 : before + interval;
+  }
+  s.mtx.unlock();
+
+  bool compute_only = false;
+  pthread_mutex_lock(&s.sleep_mtx);
+  if (!s.wake_pending) {
+    s.wakeup_ns.store(deadline, std::memory_order_seq_cst);
+    compute_only = indefinite;
+    // Pairs with the dirty-pages hook: either it sees kIndefinite and signals, or we see its
+    // recheck flag here and reconsider instead of sleeping.
+    if (!(indefinite && s.recheck.exchange(false, std::memory_order_seq_cst))) {
+      struct timespec ts;
+      ts.tv_sec = static_cast<time_t>(deadline / kNsPerSec);
+      ts.tv_nsec = static_cast<long>(deadline % kNsPerSec);
+      while (!s.wake_pending) {
+        if (indefinite) {
+          pthread_cond_wait(&s.cond, &s.sleep_mtx);
+        } else if (pthread_cond_timedwait(&s.cond, &s.sleep_mtx, &ts) == ETIMEDOUT) {
+          break;
+        }
+      }
+    }
+  }
+  s.wake_pending = false;
+  // The run about to start sees everything added before it; notes left before that are moot.
+  // (Cleared before kAwake is published, so a note left after it is never lost.)
+  s.recheck.store(false, std::memory_order_seq_cst);
+  s.wakeup_ns.store(kAwake, std::memory_order_seq_cst);
+  pthread_mutex_unlock(&s.sleep_mtx);
+  // Pairs with the fence in the dirty-pages hook: either it sees kAwake, or the run that
+  // follows sees the pages it added.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+
+  s.mtx.lock();
+  if (counted) s.slept_ns += nstime_now_ns() - before;
+  return compute_only;
+}
+
+void* thread_main(void* arg) {
+  const unsigned k = static_cast<unsigned>(reinterpret_cast<uintptr_t>(arg));
+  Slot& s = slots()[k];
+  pthread_setname_np(pthread_self(), "jemalloc_bg_thd");
+  bool compute_only = false;
+  s.mtx.lock();
+  while (s.state == State::kRunning) {
+    bool handled = false;
+    uint64_t interval = run_once(k, !compute_only, &handled);
+    compute_only = sleep_after_run(s, interval, handled);
+  }
+  s.mtx.unlock();
+  return nullptr;
+}
+
+// The switch is held by the callers of everything below.
+
+bool start_slot(unsigned k) {
+  Slot& s = slots()[k];
+  {
+    MutexGuard g(s.mtx);
+    s.state = State::kRunning;
+    s.nruns = 0;
+    s.slept_ns = 0;
+  }
+  s.wakeup_ns.store(kAwake, std::memory_order_relaxed);
+  s.recheck.store(false, std::memory_order_relaxed);
+  pthread_mutex_lock(&s.sleep_mtx);
+  s.wake_pending = false;
+  pthread_mutex_unlock(&s.sleep_mtx);
+  // The thread starts with every signal blocked: application handlers must not run on it.
+  sigset_t all;
+  sigset_t old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int err = pthread_create(&s.thread, nullptr, &thread_main, reinterpret_cast<void*>(uintptr_t{k}));
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (err != 0) {
+    MutexGuard g(s.mtx);
+    s.state = State::kStopped;
+    return false;
+  }
+  MutexGuard g(g_mtx);
+  s.started = true;
+  return true;
+}
+
+void stop_slot(unsigned k) {
+  Slot& s = slots()[k];
+  {
+    // Waits for a run in progress; the thread checks the state when it next wakes.
+    MutexGuard g(s.mtx);
+    if (s.state != State::kRunning) return;
+    s.state = State::kStopping;
+  }
+  wake(s);
+  pthread_join(s.thread, nullptr);
+  {
+    MutexGuard g(s.mtx);
+    s.state = State::kStopped;
+  }
+  MutexGuard g(g_mtx);
+  s.started = false;
+}
+
+void disable_locked() {
+  {
+    MutexGuard g(g_mtx);
+    g_background_thread_enabled.store(false, std::memory_order_relaxed);
+  }
+  for (unsigned k = 0; k < g_nslots; k++) stop_slot(k);
+}
+
+bool enable_locked() {
+  const unsigned max = g_max.load(std::memory_order_relaxed);
+  if (slots() == nullptr || max == 0) return false;
+  for (unsigned k = 0; k < max; k++) {
+    if (!start_slot(k)) {
+      for (unsigned j = 0; j < k; j++) stop_slot(j);
+      return false;
+    }
+  }
+  MutexGuard g(g_mtx);
+  g_background_thread_enabled.store(true, std::memory_order_relaxed);
+  return true;
+}
+
+bool owns_an_arena(unsigned k, unsigned max, unsigned narenas) {
+  for (unsigned i = k; i < narenas && i < kMaxArenas; i += max) {
+    if (arena_get(i, /*create=*/false) != nullptr) return true;
+  }
+  return false;
+}
+
+void mutex_stats_max(MutexStats* dst, const MutexStats& src) {
+  auto up = [](auto& d, auto v) {
+    if (v > d) d = v;
+  };
+  up(dst->num_ops, src.num_ops);
+  up(dst->num_wait, src.num_wait);
+  up(dst->num_spin_acq, src.num_spin_acq);
+  up(dst->num_owner_switch, src.num_owner_switch);
+  up(dst->total_wait_time_ns, src.total_wait_time_ns);
+  up(dst->max_wait_time_ns, src.max_wait_time_ns);
+  up(dst->max_num_thds, src.max_num_thds);
+}
+
+}  // namespace
+
+// ---- boot and switching -------------------------------------------------------------------
+
+bool background_thread_boot() {
+  MutexGuard g(g_mtx);
+  if (slots() != nullptr) return true;
+  if (g_opt.max_background_threads > kOptMaxBackgroundThreadsLimit) {
+    g_opt.max_background_threads = kOptMaxBackgroundThreadsDefault;
+  }
+  const unsigned n = static_cast<unsigned>(g_opt.max_background_threads);
+  const unsigned nalloc = n == 0 ? 1 : n;  // the option's minimum is 1; be safe anyway
+  void* mem = base_global()->alloc(sizeof(Slot) * nalloc, alignof(Slot));
+  if (mem == nullptr) return false;
+  Slot* s = static_cast<Slot*>(mem);
+  for (unsigned k = 0; k < nalloc; k++) {
+    new (&s[k]) Slot();
+    init_cond(&s[k].cond);
+  }
+  g_nslots = n;
+  g_max.store(n, std::memory_order_relaxed);
+  g_slots.store(s, std::memory_order_release);
+  return true;
+}
+
+bool background_thread_set_enabled(bool on) {
+  if (slots() == nullptr) return !on;
+  pthread_mutex_lock(&g_switch);
+  bool ok = true;
+  if (on != background_thread_enabled()) {
+    if (on) {
+      ok = enable_locked();
+    } else {
+      disable_locked();
+    }
+  }
+  pthread_mutex_unlock(&g_switch);
+  return ok;
+}
+
+size_t background_thread_max() { return g_max.load(std::memory_order_relaxed); }
+
+BackgroundThreadSetMax background_thread_set_max(size_t n) {
+  if (slots() == nullptr || n > g_nslots) return BackgroundThreadSetMax::kInvalid;
+  BackgroundThreadSetMax ret = BackgroundThreadSetMax::kOk;
+  pthread_mutex_lock(&g_switch);
+  if (n != g_max.load(std::memory_order_relaxed)) {
+    if (!background_thread_enabled()) {
+      MutexGuard g(g_mtx);
+      g_max.store(static_cast<unsigned>(n), std::memory_order_relaxed);
+    } else if (n == 0) {
+      ret = BackgroundThreadSetMax::kInvalid;
+    } else {
+      // The arena-to-thread mapping changes: restart everything, as 5.3.0 does.
+      disable_locked();
+      {
+        MutexGuard g(g_mtx);
+        g_max.store(static_cast<unsigned>(n), std::memory_order_relaxed);
+      }
+      if (!enable_locked()) ret = BackgroundThreadSetMax::kStartFailed;
+    }
+  }
+  pthread_mutex_unlock(&g_switch);
+  return ret;
+}
+
+// ---- statistics ---------------------------------------------------------------------------
+
+BackgroundThreadStats background_thread_stats() {
+  BackgroundThreadStats st;
+  MutexGuard g(g_mtx);
+  st.global_mutex = g_mtx.stats();
+  Slot* s = slots();
+  if (s == nullptr || !background_thread_enabled()) return st;
+  const unsigned max = g_max.load(std::memory_order_relaxed);
+  const unsigned narenas = arenas_narenas_total();
+  uint64_t runs = 0;
+  uint64_t slept = 0;
+  for (unsigned k = 0; k < max; k++) {
+    if (!s[k].started) continue;
+    if (owns_an_arena(k, max, narenas)) st.num_threads++;
+    // A run can take long (purging); report without it rather than wait.
+    if (!s[k].mtx.try_lock()) continue;
+    runs += s[k].nruns;
+    slept += s[k].slept_ns;
+    mutex_stats_max(&st.max_per_thread, s[k].mtx.stats());
+    s[k].mtx.unlock();
+  }
+  st.num_runs = runs;
+  st.run_interval_ns = runs == 0 ? 0 : slept / runs;
+  return st;
+}
+
+void background_thread_mutex_stats_reset() {
+  MutexGuard g(g_mtx);
+  g_mtx.reset_stats();
+  Slot* s = slots();
+  if (s == nullptr) return;
+  for (unsigned k = 0; k < g_nslots; k++) {
+    MutexGuard gs(s[k].mtx);
+    s[k].mtx.reset_stats();
+  }
+}
+
+// ---- arena coordination -------------------------------------------------------------------
+
+void background_thread_pause_arena(unsigned ind) {
+  if (ind >= kMaxArenas) return;
+  g_paused[ind].fetch_add(1, std::memory_order_seq_cst);
+  Slot* s = slots();
+  if (s == nullptr) return;
+  // A run holds its slot's mutex throughout: passing through every slot's mutex waits for any
+  // run that might have picked the arena before the flag was set.
+  for (unsigned k = 0; k < g_nslots; k++) {
+    s[k].mtx.lock();
+    s[k].mtx.unlock();
+  }
+}
+
+void background_thread_resume_arena(unsigned ind) {
+  if (ind >= kMaxArenas) return;
+  g_dirty_mark[ind].store(0, std::memory_order_relaxed);
+  g_paused[ind].fetch_sub(1, std::memory_order_release);
+  // Runs during the pause skipped the arena and may have settled on a long sleep.
+  background_thread_wake_arena(ind);
+}
+
+void background_thread_wake_arena(unsigned ind) {
+  if (!background_thread_enabled()) return;
+  if (Slot* s = slot_of(ind)) wake(*s);
+}
+
+void detail::background_thread_dirty_added_slow(Arena* a) {
+  // Immediate (0) and disabled (-1) decay never schedule anything.
+  if (a->pac.decay_ms_get(ExtentState::kDirty) <= 0) return;
+  Slot* s = slot_of(a->ind());
+  if (s == nullptr) return;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  uint64_t w = s->wakeup_ns.load(std::memory_order_seq_cst);
+  if (w == kAwake) {
+    // Running: it may have passed this arena already. Leave a note for its next sleep.
+    s->recheck.store(true, std::memory_order_seq_cst);
+    w = s->wakeup_ns.load(std::memory_order_seq_cst);
+  }
+  // A finite deadline: the thread looks at this arena by then anyway.
+  if (w != kIndefinite) return;
+  // One waker is enough; the others see kAwake.
+  if (!s->wakeup_ns.compare_exchange_strong(w, kAwake, std::memory_order_seq_cst)) return;
+  wake(*s);
+}
+
+void detail::background_thread_epoch_advanced_slow(Arena* a) {
+  const unsigned ind = a->ind();
+  if (ind >= kMaxArenas) return;
+  Slot* s = slot_of(ind);
+  if (s == nullptr) return;
+  const size_t ndirty = a->pac.ndirty();
+  const size_t mark = g_dirty_mark[ind].load(std::memory_order_relaxed);
+  if (ndirty <= mark || ndirty - mark <= kBackgroundThreadPurgeNpagesThreshold) return;
+  uint64_t w = s->wakeup_ns.load(std::memory_order_relaxed);
+  if (w == kAwake) return;  // running, or already woken
+  if (w != kIndefinite && w <= nstime_now_ns() + kBackgroundThreadMinIntervalNs) return;
+  if (!s->wakeup_ns.compare_exchange_strong(w, kAwake, std::memory_order_seq_cst)) return;
+  wake(*s);
+}
+
+// ---- fork ---------------------------------------------------------------------------------
+
+void background_thread_prefork0() { pthread_mutex_lock(&g_switch); }
+
+void background_thread_prefork1() {
+  g_mtx.prefork();
+  Slot* s = slots();
+  if (s == nullptr) return;
+  for (unsigned k = 0; k < g_nslots; k++) s[k].mtx.prefork();
+}
+
+void background_thread_postfork_parent() {
+  Slot* s = slots();
+  if (s != nullptr) {
+    for (unsigned k = 0; k < g_nslots; k++) s[k].mtx.postfork_parent();
+  }
+  g_mtx.postfork_parent();
+  pthread_mutex_unlock(&g_switch);
+}
+
+void background_thread_postfork_child() {
+  // The threads do not exist in the child; their slots are simply declared stopped.
+  g_background_thread_enabled.store(false, std::memory_order_relaxed);
+  Slot* s = slots();
+  if (s != nullptr) {
+    const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    for (unsigned k = 0; k < g_nslots; k++) {
+      Slot& sl = s[k];
+      sl.mtx.postfork_child();
+      sl.state = State::kStopped;
+      sl.nruns = 0;
+      sl.slept_ns = 0;
+      sl.started = false;
+      sl.wakeup_ns.store(kAwake, std::memory_order_relaxed);
+      sl.recheck.store(false, std::memory_order_relaxed);
+      std::memcpy(&sl.sleep_mtx, &fresh, sizeof(fresh));
+      init_cond(&sl.cond);
+      sl.wake_pending = false;
+    }
+  }
+  g_mtx.postfork_child();
+  const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  std::memcpy(&g_switch, &fresh, sizeof(fresh));
+}
+
+}  // namespace je
