@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "lib_boot.h"
 #include "arena/arena.h"
 #include "arena/arenas.h"
 #include "ctl/ctl.h"
@@ -35,14 +36,7 @@ class CtlStats : public ::testing::Test {
     if (!config::kStats) GTEST_SKIP() << "built with --disable-stats";
   }
   static void SetUpTestSuite() {
-    static bool booted = false;
-    if (booted) return;
-    ASSERT_TRUE(pages::boot());
-    ASSERT_NE(base_global(), nullptr);
-    ASSERT_TRUE(arenas_boot());
-    tcache_boot();
-    ASSERT_TRUE(tsd_boot(nullptr));
-    booted = true;
+    boot_library_for_tests();
   }
 
   template <class T>

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "lib_boot.h"
 #include "arena/arena.h"
 #include "arena/arenas.h"
 #include "ctl/ctl.h"
@@ -32,14 +33,7 @@ constexpr size_t kDestroyed = 4097;
 class Ctl : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    static bool booted = false;
-    if (booted) return;
-    ASSERT_TRUE(pages::boot());
-    ASSERT_NE(base_global(), nullptr);
-    ASSERT_TRUE(arenas_boot());
-    tcache_boot();
-    ASSERT_TRUE(tsd_boot(nullptr));
-    booted = true;
+    boot_library_for_tests();
   }
 
   template <class T>

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "lib_boot.h"
 #include "arena/arenas.h"
 #include "ctl/ctl.h"
 #include "ctl/ctl_tree.h"
@@ -485,14 +486,7 @@ std::string mib_string(const size_t* mib, size_t n) {
 class CtlTree : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    static bool booted = false;
-    if (booted) return;
-    ASSERT_TRUE(pages::boot());
-    ASSERT_NE(base_global(), nullptr);
-    ASSERT_TRUE(arenas_boot());
-    tcache_boot();
-    ASSERT_TRUE(tsd_boot(nullptr));
-    booted = true;
+    boot_library_for_tests();
   }
 };
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "lib_boot.h"
 #include "arena/arena.h"
 #include "arena/arenas.h"
 #include "ctl/ctl.h"
@@ -224,14 +225,7 @@ class Json {
 class StatsPrint : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    static bool booted = false;
-    if (booted) return;
-    ASSERT_TRUE(pages::boot());
-    ASSERT_NE(base_global(), nullptr);
-    ASSERT_TRUE(arenas_boot());
-    tcache_boot();
-    ASSERT_TRUE(tsd_boot(nullptr));
-    booted = true;
+    boot_library_for_tests();
     populate();
   }
   void SetUp() override {
