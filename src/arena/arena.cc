@@ -166,7 +166,7 @@ void Arena::dalloc_small(Edata* slab, szind_t binind, void* ptr) {
 }
 
 void Arena::dalloc_small_batch(szind_t binind, void* const* ptrs, Edata* const* slabs, unsigned n,
-                               uint64_t nrequests) {
+                               bool merge_stats, uint64_t nrequests) {
   Bin& bin = bins[binind];
   // Emptied slabs are collected under the lock and returned after it, so page-allocator work
   // (possibly coalescing, possibly purging) never runs under a bin lock.
@@ -181,8 +181,10 @@ void Arena::dalloc_small_batch(szind_t binind, void* const* ptrs, Edata* const* 
     }
     bin.stats.ndalloc += n;
     bin.stats.curregs -= n;
-    bin.stats.nrequests += nrequests;
-    bin.stats.nflushes++;
+    if (merge_stats) {
+      bin.stats.nrequests += nrequests;
+      bin.stats.nflushes++;
+    }
   }
   bool dirtied = empty_head != nullptr;
   while (empty_head != nullptr) {
@@ -193,6 +195,13 @@ void Arena::dalloc_small_batch(szind_t binind, void* const* ptrs, Edata* const* 
   }
   if (dirtied) dirty_added();
   decay_tick();
+}
+
+void Arena::merge_small_tcache_stats(szind_t binind, uint64_t nrequests, bool flush) {
+  Bin& bin = bins[binind];
+  MutexGuard g(bin.mtx);
+  bin.stats.nrequests += nrequests;
+  if (flush) bin.stats.nflushes++;
 }
 
 // ---- large -------------------------------------------------------------------------------
@@ -242,8 +251,10 @@ void Arena::dalloc_large(Edata* e) {
   decay_tick();
 }
 
-void Arena::count_large_requests(szind_t szind, uint64_t n) {
-  bump(lstats[szind - sc::kNBins].nrequests, n);
+void Arena::merge_large_tcache_stats(szind_t szind, uint64_t n) {
+  LargeStats& ls = lstats[szind - sc::kNBins];
+  bump(ls.nrequests, n);
+  bump(ls.nflushes);
 }
 
 bool Arena::ralloc_large_no_move(Edata* e, size_t usize_min, size_t usize_max, bool zero) {
@@ -382,6 +393,16 @@ void Arena::destroy() {
   pac.destroy_retained();
   Base* b = base_;
   b->destroy();
+}
+
+MutexStats Arena::large_mutex_stats() {
+  MutexGuard g(large_mtx_);
+  return large_mtx_.stats();
+}
+
+void Arena::reset_large_mutex_stats() {
+  MutexGuard g(large_mtx_);
+  large_mtx_.reset_stats();
 }
 
 void Arena::prefork(unsigned stage) {

@@ -8,11 +8,14 @@
 // Layer: arena. Callers: the thread layer (tcache fill/flush, non-cached paths), api, ctl.
 // Concurrency: one mutex per bin (kBin, leaf); `large_mtx` (kArenaLarge) for the manual-arena
 // list of large extents; the Pac's locks (see pac.h). Stats counters are relaxed atomics or are
-// guarded by the bin lock. The Arena lives in its own Base and is never freed (except on
-// `arena.<i>.destroy` of a manual arena, which also drops the Base).
+// guarded by the bin lock; thread caches merge theirs through merge_*_tcache_stats. The Arena
+// lives in its own Base and is never freed (except on `arena.<i>.destroy` of a manual arena,
+// which also drops the Base).
 // Invariants: nactive pages (Pac) == slabs + large extents (incl. pad) handed out; every slab
 // is owned by exactly one bin of its arena.
-// jemalloc mapping: arena_t (src/arena.c, src/large.c), bins, large list; stats.arenas.<i>.*.
+// jemalloc mapping: arena_t (src/arena.c, src/large.c), bins, large list; stats.arenas.<i>.*
+// (internal: arena_internal_add/sub; large.nflushes: arena_stats_large_flush_nrequests_add;
+// mutexes.large: large_mtx).
 #pragma once
 
 #include <atomic>
@@ -30,6 +33,7 @@ struct LargeStats {
   std::atomic<uint64_t> nmalloc{0};
   std::atomic<uint64_t> ndalloc{0};
   std::atomic<uint64_t> nrequests{0};  // includes tcache hits, merged at flush
+  std::atomic<uint64_t> nflushes{0};   // thread-cache stats merges (flushes) of the class
   std::atomic<size_t> curlextents{0};
 };
 
@@ -51,9 +55,14 @@ class Arena {
   /// Free one region of `slab` (which belongs to this arena).
   void dalloc_small(Edata* slab, szind_t binind, void* ptr);
   /// Free n regions of class `binind`, all from slabs of this arena (thread-cache flush); the
-  /// bin lock is taken once. Counts one flush and `nrequests`.
+  /// bin lock is taken once. With `merge_stats` (this is the flushing cache's own arena) it
+  /// also counts the flush and the cache's `nrequests`, under that same lock.
   void dalloc_small_batch(szind_t binind, void* const* ptrs, Edata* const* slabs, unsigned n,
-                          uint64_t nrequests);
+                          bool merge_stats, uint64_t nrequests);
+  /// A thread cache bound to this arena merges its counters of class `binind`: `nrequests`
+  /// cache hits and, when `flush`, one flush (a flush whose regions all went to other arenas,
+  /// or found nothing to flush; 5.3.0 counts those too).
+  void merge_small_tcache_stats(szind_t binind, uint64_t nrequests, bool flush);
 
   // ---- large ------------------------------------------------------------------------------
   /// A large allocation of usable size `usize` (a large class) aligned to `alignment`.
@@ -62,8 +71,17 @@ class Arena {
   /// Resize a large allocation in place to a usable size in [usize_min, usize_max] (both
   /// large classes), preferring the largest that works. True on success.
   bool ralloc_large_no_move(Edata* e, size_t usize_min, size_t usize_max, bool zero);
-  /// Count `n` requests of large class `szind` served by a thread cache.
-  void count_large_requests(szind_t szind, uint64_t n);
+  /// A thread cache bound to this arena merges its counters of large class `szind`: `n`
+  /// requests it served, and one flush (5.3.0 counts a flush on every such merge, including
+  /// the one made when the cache leaves the arena).
+  void merge_large_tcache_stats(szind_t szind, uint64_t n);
+
+  // ---- internal allocations ---------------------------------------------------------------
+  /// Bytes (usable size) of internal allocations this arena served: thread-cache slot arrays
+  /// and explicit caches (stats.arenas.<i>.internal; part of stats.metadata).
+  void internal_add(size_t usize) { internal_.fetch_add(usize, std::memory_order_relaxed); }
+  void internal_sub(size_t usize) { internal_.fetch_sub(usize, std::memory_order_relaxed); }
+  size_t internal_bytes() const { return internal_.load(std::memory_order_relaxed); }
 
   // ---- decay ------------------------------------------------------------------------------
   /// Advance decay on both pipelines (and purge to the limits); `all` purges everything
@@ -86,6 +104,10 @@ class Arena {
   std::atomic<unsigned> nthreads[2] = {};  // [0] application threads, [1] internal
   Base* base() const { return base_; }
   uint64_t create_ns() const { return create_ns_; }
+  /// Counters of the large-list mutex (stats.arenas.<i>.mutexes.large), read under it; only
+  /// manual arenas take it for allocations. reset_large_mutex_stats: stats.mutexes.reset.
+  MutexStats large_mutex_stats();
+  void reset_large_mutex_stats();
 
   /// fork(): lock everything in rank order, one stage at a time across all arenas (decay,
   /// grow, ecaches + edata cache, base, large list, bins); unlock or reinitialize after.
@@ -106,6 +128,7 @@ class Arena {
   uint64_t create_ns_ = 0;
   Mutex large_mtx_{LockRank::kArenaLarge, "arena_large"};
   EdataList large_;  // manual arenas only
+  std::atomic<size_t> internal_{0};
 };
 
 }  // namespace je

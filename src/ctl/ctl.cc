@@ -31,21 +31,6 @@ namespace {
 constinit bool g_booted = false;
 /// realloc(p, 0) calls that freed p (stats.zero_reallocs).
 constinit std::atomic<size_t> g_zero_reallocs{0};
-// ---- thread.peak ----------------------------------------------------------------------------
-// jemalloc's definition: the maximum of (allocated - deallocated) seen since the last reset,
-// sampled when read (and, in jemalloc, on a 64 KiB allocation event we do not have, so bursts
-// freed again before a read are not seen). Kept in the Tsd fields peak_alloc_base (net bytes at
-// the reset) and peak_max.
-
-void peak_update(Tsd& tsd) {
-  int64_t candidate = static_cast<int64_t>(tsd.allocated - tsd.deallocated - tsd.peak_alloc_base);
-  if (candidate > static_cast<int64_t>(tsd.peak_max)) tsd.peak_max = static_cast<uint64_t>(candidate);
-}
-
-void peak_reset(Tsd& tsd) {
-  tsd.peak_max = 0;
-  tsd.peak_alloc_base = tsd.allocated - tsd.deallocated;
-}
 
 }  // namespace
 
@@ -176,15 +161,17 @@ int node_thread_tcache_flush(Req& r) {
 int node_thread_peak_read(Req& r) {
   if constexpr (!config::kStats) return ENOENT;
   if (int e = readonly(r)) return e;
+  // The maximum of allocated - deallocated since the last reset, as sampled by the thread's
+  // 64 KiB events (tsd.cc) and now.
   Tsd& tsd = tsd_fetch();
-  peak_update(tsd);
+  tsd_peak_update(tsd);
   return read_out(r, tsd.peak_max);
 }
 
 int node_thread_peak_reset(Req& r) {
   if constexpr (!config::kStats) return ENOENT;
   if (int e = neither_read_nor_write(r)) return e;
-  peak_reset(tsd_fetch());
+  tsd_peak_reset(tsd_fetch());
   return 0;
 }
 

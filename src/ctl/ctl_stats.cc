@@ -83,6 +83,7 @@ void fill(ArenaSnap* s, Arena* a, uint64_t now) {
     bs.n_thp += gs.n_thp;
   }
   s->base = bs.allocated;
+  s->internal = a->internal_bytes();
   s->metadata_thp = bs.n_thp * config::kHugepage;
   s->mapped = bs.mapped + load(pac.stats.mapped);
   s->resident = bs.resident + ((s->pactive + s->pdirty) << config::kLgPage);
@@ -110,9 +111,18 @@ void fill(ArenaSnap* s, Arena* a, uint64_t now) {
   s->retained_alloc_pages = load(pac.stats.alloc_pages[src(PacSource::kRetained)]);
   s->fresh_alloc_pages = load(pac.stats.alloc_pages[src(PacSource::kFresh)]);
 
+  s->mutexes[kMtxLarge] = a->large_mutex_stats();
+  s->mutexes[kMtxExtentAvail] = pac.edata_cache.mutex_stats();
   s->mutexes[kMtxExtentsDirty] = read_mutex(pac.ecache_dirty.mtx);
   s->mutexes[kMtxExtentsMuzzy] = read_mutex(pac.ecache_muzzy.mtx);
   s->mutexes[kMtxExtentsRetained] = read_mutex(pac.ecache_retained.mtx);
+  s->mutexes[kMtxDecayDirty] = pac.decay_mutex_stats(ExtentState::kDirty);
+  s->mutexes[kMtxDecayMuzzy] = pac.decay_mutex_stats(ExtentState::kMuzzy);
+  s->mutexes[kMtxBase] = a->base()->mutex_stats();
+  if (a->ind() == 0 && global != nullptr && global != a->base()) {
+    mutex_stats_merge(&s->mutexes[kMtxBase], global->mutex_stats());  // as its bytes above
+  }
+  s->mutexes[kMtxTcacheList] = tcaches_mutex_stats();
 
   for (unsigned i = 0; i < sc::kNBins; i++) {
     Bin& bin = a->bins[i];
@@ -151,6 +161,7 @@ void fill(ArenaSnap* s, Arena* a, uint64_t now) {
     s->large_nmalloc += l.nmalloc;
     s->large_ndalloc += l.ndalloc;
     s->large_nrequests += l.nrequests;
+    s->large_nflushes += load(ls.nflushes);
   }
   s->large_nfills = s->large_nmalloc;
 
@@ -179,6 +190,7 @@ void merge(ArenaSnap* d, const ArenaSnap* s, bool destroyed) {
     d->retained += s->retained;
     d->extent_avail += s->extent_avail;
     d->base += s->base;
+    d->internal += s->internal;
     d->resident += s->resident;
     d->metadata_thp += s->metadata_thp;
     d->small_allocated += s->small_allocated;
@@ -204,6 +216,7 @@ void merge(ArenaSnap* d, const ArenaSnap* s, bool destroyed) {
   d->large_ndalloc += s->large_ndalloc;
   d->large_nrequests += s->large_nrequests;
   d->large_nfills += s->large_nfills;
+  d->large_nflushes += s->large_nflushes;
 
   d->dirty_merges += s->dirty_merges;
   d->dirty_merges_refused += s->dirty_merges_refused;
@@ -217,7 +230,11 @@ void merge(ArenaSnap* d, const ArenaSnap* s, bool destroyed) {
   d->retained_alloc_pages += s->retained_alloc_pages;
   d->fresh_alloc_pages += s->fresh_alloc_pages;
 
-  for (unsigned m = 0; m < kNArenaMutexes; m++) mutex_stats_merge(&d->mutexes[m], s->mutexes[m]);
+  for (unsigned m = 0; m < kNArenaMutexes; m++) {
+    // One global mutex behind every arena's tcache_list: the merged view reports it once.
+    if (m == kMtxTcacheList) continue;
+    mutex_stats_merge(&d->mutexes[m], s->mutexes[m]);
+  }
 
   for (unsigned i = 0; i < sc::kNBins; i++) {
     BinSnap& db = d->bins[i];
@@ -298,11 +315,12 @@ void stats_refresh() {
     merge(g_all, s, false);
     if (i == 0) g_all->uptime_ns = s->uptime_ns;
   }
+  g_all->mutexes[kMtxTcacheList] = tcaches_mutex_stats();
 
   GlobalSnap& g = g_global;
   g.allocated = g_all->small_allocated + g_all->large_allocated;
   g.active = g_all->pactive << config::kLgPage;
-  g.metadata = g_all->base;
+  g.metadata = g_all->base + g_all->internal;  // 5.3.0: base allocated + internal
   g.metadata_thp = g_all->metadata_thp;
   g.resident = g_all->resident;
   g.mapped = g_all->mapped;
@@ -342,10 +360,17 @@ void stats_arena_destroying(unsigned ind, Arena* a) {
 void stats_mutexes_reset() {
   g_ctl_mtx.reset_stats();
   background_thread_mutex_stats_reset();
+  tcaches_reset_mutex_stats();
+  if (Base* global = base_global()) global->reset_mutex_stats();
   unsigned n = arenas_narenas_total();
   for (unsigned i = 0; i < n; i++) {
     Arena* a = arena_get(i, false);
     if (a == nullptr) continue;
+    a->reset_large_mutex_stats();
+    a->pac.edata_cache.reset_mutex_stats();
+    a->pac.reset_decay_mutex_stats(ExtentState::kDirty);
+    a->pac.reset_decay_mutex_stats(ExtentState::kMuzzy);
+    a->base()->reset_mutex_stats();
     for (Mutex* m : {&a->pac.ecache_dirty.mtx, &a->pac.ecache_muzzy.mtx,
                      &a->pac.ecache_retained.mtx}) {
       MutexGuard g(*m);
@@ -423,7 +448,6 @@ int mutex_field(Req& r) {
       if constexpr (S == MutexSite::kBin) {
         return read_out(r, s->bins[r.mib[4]].mutex.*M);
       } else {
-        if (!arena_mutex_available(static_cast<unsigned>(r.mib[4]))) return ENOENT;
         return read_out(r, s->mutexes[r.mib[4]].*M);
       }
     }
@@ -502,7 +526,7 @@ constexpr Node kLarge[] = {
     leaf("ndalloc", &arena_field<&ArenaSnap::large_ndalloc>),
     leaf("nrequests", &arena_field<&ArenaSnap::large_nrequests>),
     leaf("nfills", &arena_field<&ArenaSnap::large_nfills>),
-    leaf("nflushes", &node_absent),  // thread caches do not count large flushes
+    leaf("nflushes", &arena_field<&ArenaSnap::large_nflushes>),
 };
 constexpr Node kBinElem[] = {
     leaf("nmalloc", &bin_field<&BinSnap::nmalloc>),
@@ -586,7 +610,7 @@ constexpr Node kStatsArenaElem[] = {
     leaf("muzzy_nmadvise", &arena_field<&ArenaSnap::muzzy_nmadvise>),
     leaf("muzzy_purged", &arena_field<&ArenaSnap::muzzy_purged>),
     leaf("base", &arena_field<&ArenaSnap::base>),
-    leaf("internal", &node_absent),  // internal allocations are not counted apart
+    leaf("internal", &arena_field<&ArenaSnap::internal>),
     leaf("metadata_thp", &arena_field<&ArenaSnap::metadata_thp>),
     leaf("tcache_bytes", &arena_field<&ArenaSnap::tcache_bytes>),
     leaf("tcache_stashed_bytes", &arena_field<&ArenaSnap::tcache_stashed_bytes>),

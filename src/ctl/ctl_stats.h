@@ -10,7 +10,8 @@
 // Definitions (jemalloc's meaning, spec §4.5 / §1.18 item 10):
 //   allocated = Σ small curregs × class size + Σ large curlextents × class size (bytes);
 //   active    = pactive × page (pages handed out: slabs and large extents with their pad);
-//   metadata  = base allocated (no separate "internal" counter exists here, see below);
+//   metadata  = base allocated + internal (the thread caches' slot arrays and explicit caches,
+//               ordinary arena-0 allocations counted apart: 5.3.0 counts them in both);
 //   resident  = base resident + (pactive + pdirty) × page (muzzy pages may already be gone);
 //   mapped    = base mapped + the page allocator's mapped bytes (active + dirty + muzzy);
 //   retained  = pretained × page (address space kept without physical pages).
@@ -20,7 +21,8 @@
 // Layer: ctl (internal). Callers: the stats handlers (ctl_stats.cc), ctl.cc (epoch,
 // arena.<i>.initialized, arena.<i>.destroy).
 // Concurrency: everything here is guarded by the ctl mutex (LockRank::kCtl); refresh takes bin,
-// ecache, base and tcache-registry locks, all of higher rank.
+// ecache, decay, edata-cache, large-list, base and tcache-registry locks (one at a time, to read
+// counters and mutex stats), all of higher rank.
 // Invariants: a snapshot slot, once allocated, stays allocated (handlers may keep a pointer
 // across an unlock); `initialized` of slot i says arena i existed at the last refresh.
 // jemalloc mapping: ctl_arena_t / ctl_arena_stats_t / ctl_stats_t, ctl_refresh,
@@ -45,7 +47,10 @@ namespace ctl {
 inline constexpr size_t kArenasAll = 4096;
 inline constexpr size_t kArenasDestroyed = 4097;
 
-/// Per-arena mutexes of `stats.arenas.<i>.mutexes.<name>`, in 5.3.0's MIB order.
+/// Per-arena mutexes of `stats.arenas.<i>.mutexes.<name>`, in 5.3.0's MIB order. tcache_list
+/// is the one global registry mutex of the thread caches (5.3.0 has one per arena): every arena
+/// and the merged view report it once, the destroyed view not at all. The HPA ones read 0, as in
+/// 5.3.0 with hpa:false.
 enum ArenaMutex : unsigned {
   kMtxLarge,
   kMtxExtentAvail,
@@ -130,6 +135,7 @@ struct ArenaSnap {
   uint64_t muzzy_nmadvise;
   uint64_t muzzy_purged;
   size_t base;
+  size_t internal;
   size_t metadata_thp;
   size_t tcache_bytes;
   size_t tcache_stashed_bytes;  // always 0: nothing is stashed (no use-after-free sanitizer)
@@ -147,6 +153,7 @@ struct ArenaSnap {
   uint64_t large_ndalloc;
   uint64_t large_nrequests;
   uint64_t large_nfills;  // = large_nmalloc, jemalloc's definition
+  uint64_t large_nflushes;
   // Ours: the dirty path made observable (see doc/mallctl.md).
   uint64_t dirty_merges;
   uint64_t dirty_merges_refused;
@@ -182,14 +189,6 @@ struct GlobalSnap {
   MutexStats mutexes[kNGlobalMutexes];
 };
 
-/// Whether stats.arenas.<i>.mutexes.<m> has a source here. The others answer ENOENT: their
-/// mutexes exist but are private to their modules (see doc/mallctl.md). The HPA ones read 0,
-/// as in 5.3.0 with hpa:false.
-constexpr bool arena_mutex_available(unsigned m) {
-  return m == kMtxExtentsDirty || m == kMtxExtentsMuzzy || m == kMtxExtentsRetained ||
-         m == kMtxHpaShard || m == kMtxHpaShardGrow || m == kMtxHpaSec;
-}
-
 // All functions below: call with the ctl mutex held.
 
 /// First use: allocates the merged and destroyed views and takes the first snapshot (epoch 1).
@@ -210,7 +209,7 @@ const GlobalSnap& stats_global();
 /// arena.<i>.destroy, after the arena was reset and before it is destroyed: folds its counters
 /// into the destroyed view and marks slot `ind` uninitialized.
 void stats_arena_destroying(unsigned ind, Arena* a);
-/// stats.mutexes.reset: zero the counters of every mutex we can reach.
+/// stats.mutexes.reset: zero the counters of every mutex reported under stats.*.
 void stats_mutexes_reset();
 
 }  // namespace ctl

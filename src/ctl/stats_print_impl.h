@@ -4,9 +4,9 @@
 // ctl_bymib), like jemalloc's stats.c, so it shows exactly what a client would read. Mib
 // resolves a name once and re-reads it with other arena / class indices; MutexReader does the
 // same for the seven counters of one mutex. Sections holds the option letters.
-// A value that cannot be read (a name this build answers ENOENT for, such as
-// stats.arenas.<i>.internal) prints as 0, where 5.3.0 would show its counter; options that do
-// not exist (opt.prof*, opt.utrace...) are left out, as 5.3.0 does.
+// A value that cannot be read (only in a build without statistics, where stats.* answer
+// ENOENT) prints as 0; options that do not exist (opt.prof*, opt.utrace...) are left out, as
+// 5.3.0 does.
 // Layer: ctl (internal to the stats printer). Callers: stats_print.cc, stats_print_arena.cc.
 // Concurrency: each read takes and drops the ctl mutex; the values come from the snapshot of
 // the `epoch` write at the start of the report, so they are mutually consistent.

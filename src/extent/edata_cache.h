@@ -4,7 +4,8 @@
 // instead of being freed (base memory is never returned while the arena lives).
 // Layer: extent. Callers: extent.cc (split, grow, merge), arena (slab/large bookkeeping).
 // Concurrency: `mtx_` (rank kEdataCache), taken while an ecache lock may be held.
-// jemalloc mapping: edata_cache (src/edata_cache.c); stats.arenas.<i>.extent_avail.
+// jemalloc mapping: edata_cache (src/edata_cache.c); stats.arenas.<i>.extent_avail and
+// stats.arenas.<i>.mutexes.extent_avail.*.
 #pragma once
 
 #include <atomic>
@@ -26,6 +27,16 @@ class EdataCache {
   void put(Edata* e);
   /// Descriptors available for reuse (stats "extent_avail").
   size_t available() const { return count_.load(std::memory_order_relaxed); }
+  /// Counters of the cache's mutex (stats.arenas.<i>.mutexes.extent_avail), read under it;
+  /// reset_mutex_stats zeroes them (stats.mutexes.reset).
+  MutexStats mutex_stats() {
+    MutexGuard guard(mtx_);
+    return mtx_.stats();
+  }
+  void reset_mutex_stats() {
+    MutexGuard guard(mtx_);
+    mtx_.reset_stats();
+  }
 
   void prefork() { mtx_.prefork(); }
   void postfork_parent() { mtx_.postfork_parent(); }

@@ -226,6 +226,18 @@ bool Pac::set_retain_grow_limit(size_t limit, size_t* old_limit) {
   return true;
 }
 
+MutexStats Pac::decay_mutex_stats(ExtentState which) {
+  Mutex& m = pipeline(which).mtx;
+  MutexGuard g(m);
+  return m.stats();
+}
+
+void Pac::reset_decay_mutex_stats(ExtentState which) {
+  Mutex& m = pipeline(which).mtx;
+  MutexGuard g(m);
+  m.reset_stats();
+}
+
 void Pac::prefork_grow() { grow_mtx.prefork(); }
 void Pac::prefork_decay() {
   decay_dirty_.mtx.prefork();

@@ -13,7 +13,8 @@
 // Invariants: nactive == pages of extents handed out and not yet returned; `stats.mapped`
 // counts active + dirty + muzzy bytes (not retained); every free extent is in exactly one ecache.
 // jemalloc mapping: pac_t (src/pac.c) with pa_shard's nactive; stats.arenas.<i>.{pactive,
-// pdirty, pmuzzy, mapped, retained, dirty_*, muzzy_*, abandoned_vm, extent_avail}.
+// pdirty, pmuzzy, mapped, retained, dirty_*, muzzy_*, abandoned_vm, extent_avail} and
+// stats.arenas.<i>.mutexes.{extents_*, decay_dirty, decay_muzzy, extent_avail}.*.
 #pragma once
 
 #include <atomic>
@@ -106,6 +107,11 @@ class Pac {
 
   /// Destroy everything retained (arena destroy); the address space goes back to the OS.
   void destroy_retained();
+
+  /// Counters of the dirty or muzzy decay mutex (stats.arenas.<i>.mutexes.decay_dirty /
+  /// decay_muzzy), read under it; reset_decay_mutex_stats zeroes them (stats.mutexes.reset).
+  MutexStats decay_mutex_stats(ExtentState which);
+  void reset_decay_mutex_stats(ExtentState which);
 
   size_t nactive() const { return nactive_.load(std::memory_order_relaxed); }
   size_t ndirty() const { return ecache_dirty.npages(); }

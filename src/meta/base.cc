@@ -183,6 +183,16 @@ void Base::destroy() {
   pages::unmap(ptr_of(first_start), first_size);
 }
 
+MutexStats Base::mutex_stats() {
+  MutexGuard g(mtx_);
+  return mtx_.stats();
+}
+
+void Base::reset_mutex_stats() {
+  MutexGuard g(mtx_);
+  mtx_.reset_stats();
+}
+
 void Base::prefork() { mtx_.prefork(); }
 void Base::postfork_parent() { mtx_.postfork_parent(); }
 void Base::postfork_child() { mtx_.postfork_child(); }

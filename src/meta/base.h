@@ -33,7 +33,8 @@
 // jemalloc mapping: src/base.c (base_t, base_new, base_alloc, base_delete, base_stats_get,
 // base_prefork/postfork_*; b0get()). Feeds stats.metadata / stats.arenas.<i>.base (allocated),
 // stats.resident and stats.arenas.<i>.resident (resident), stats.mapped (mapped) and
-// stats.metadata_thp / stats.arenas.<i>.metadata_thp (n_thp x hugepage). opt.metadata_thp selects
+// stats.metadata_thp / stats.arenas.<i>.metadata_thp (n_thp x hugepage), and its mutex
+// stats.arenas.<i>.mutexes.base (arena 0: with the global base's). opt.metadata_thp selects
 // MetadataThp. Documented difference: blocks come from pages::map directly, not through the
 // arena's extent hooks (jemalloc calls the hooks unless opt.metadata_use_hooks is off), so custom
 // extent hooks never see metadata blocks.
@@ -77,6 +78,10 @@ class Base {
 
   /// A consistent snapshot of the counters. Thread-safe.
   Stats stats();
+  /// Counters of this Base's mutex (stats.arenas.<i>.mutexes.base), read under it;
+  /// reset_mutex_stats zeroes them (stats.mutexes.reset). Thread-safe.
+  MutexStats mutex_stats();
+  void reset_mutex_stats();
 
   /// Unmaps every block, including the one holding this object: the Base is gone afterwards.
   /// The caller guarantees no other thread uses it any more.

@@ -44,6 +44,20 @@ Arena* owner_arena(const Edata* e) { return arena_get(e->arena_ind, false); }
 
 constexpr unsigned kFlushChunk = 128;
 
+// The cache leaves its arena (thread.arena, destruction): hand the request counts gathered since
+// the last flush to that arena. As in 5.3.0, each large class also counts a flush there.
+void stats_merge(Tcache* t, Arena* arena) {
+  for (szind_t i = 0; i < g_tcache_geo.nhbins; i++) {
+    CacheBin& bin = t->bins[i];
+    if (i < sc::kNBins) {
+      if (bin.nrequests != 0) arena->merge_small_tcache_stats(i, bin.nrequests, /*flush=*/false);
+    } else {
+      arena->merge_large_tcache_stats(i, bin.nrequests);
+    }
+    bin.nrequests = 0;
+  }
+}
+
 // opt.tcache_gc_delay_bytes as a number of items of this class (GC skips flushes until that
 // many items would have gone), at most 255.
 uint8_t gc_delay_items(szind_t binind) {
@@ -75,13 +89,16 @@ void* internal_alloc(size_t size) {
   Arena* a0 = arena_get(0, false);
   size_t usize = sz::s2u(size);
   if (usize == 0 || a0 == nullptr) return nullptr;
-  if (usize <= sc::kSmallMaxClass) return a0->malloc_small(sz::size2index(usize), false);
-  return a0->malloc_large(usize, kCacheline, false);
+  void* p = usize <= sc::kSmallMaxClass ? a0->malloc_small(sz::size2index(usize), false)
+                                        : a0->malloc_large(usize, kCacheline, false);
+  if (p != nullptr) a0->internal_add(usize);
+  return p;
 }
 
 void internal_free(void* ptr) {
   EmapEntry ent = g_emap.lookup_entry(ptr);
   Arena* a = owner_arena(ent.edata);
+  a->internal_sub(sz::index2size(ent.szind));
   if (ent.slab) {
     a->dalloc_small(ent.edata, ent.szind, ptr);
   } else {
@@ -115,6 +132,7 @@ bool tcache_init(Tcache* t, Arena* arena) {
 void tcache_destroy(Tcache* t) {
   if (t->slow.stack == nullptr) return;
   tcache_flush_all(t);
+  if (t->slow.arena != nullptr) stats_merge(t, t->slow.arena);
   {
     MutexGuard guard(g_tcaches_mtx);
     g_live.remove(&t->slow);
@@ -126,6 +144,8 @@ void tcache_destroy(Tcache* t) {
 }
 
 void tcache_set_arena(Tcache* t, Arena* arena) {
+  // The counts so far belong to the arena the cache served until now.
+  if (t->slow.arena != nullptr && t->slow.arena != arena) stats_merge(t, t->slow.arena);
   MutexGuard guard(g_tcaches_mtx);
   t->slow.arena = arena;
 }
@@ -152,8 +172,10 @@ void* tcache_alloc_small_hard(Tcache* t, Arena* arena, szind_t binind) {
 void tcache_flush_small(Tcache* t, szind_t binind, unsigned rem) {
   CacheBin& bin = t->bins[binind];
   unsigned n = bin.ncached();
-  if (rem >= n) return;
-  unsigned nflush = n - rem;
+  unsigned nflush = rem >= n ? 0 : n - rem;
+  // Statistics as 5.3.0 keeps them: every flush, even one with nothing to return, counts once,
+  // in the cache's own arena, together with the requests the cache served since the last one;
+  // the arenas that only take regions back count their ndalloc alone.
   void** items = bin.bottom() - nflush;  // the oldest
   bool merged = false;
   for (unsigned done = 0; done < nflush; done += kFlushChunk) {
@@ -183,39 +205,37 @@ void tcache_flush_small(Tcache* t, szind_t binind, unsigned rem) {
       }
       left = keep;
       Arena* a = arena_get(ind, false);
-      uint64_t nreq = 0;
-      if (a == t->slow.arena && !merged) {
-        nreq = bin.nrequests;
+      bool merge = a == t->slow.arena && !merged;
+      a->dalloc_small_batch(binind, batch_p, batch_s, nb, merge, bin.nrequests);
+      if (merge) {
         bin.nrequests = 0;
         merged = true;
       }
-      a->dalloc_small_batch(binind, batch_p, batch_s, nb, nreq);
     }
   }
-  if (!merged && bin.nrequests != 0 && t->slow.arena != nullptr) {
-    Bin& ab = t->slow.arena->bins[binind];
-    MutexGuard g(ab.mtx);
-    ab.stats.nrequests += bin.nrequests;
+  if (!merged && t->slow.arena != nullptr) {
+    t->slow.arena->merge_small_tcache_stats(binind, bin.nrequests, /*flush=*/true);
     bin.nrequests = 0;
   }
-  bin.remove_oldest(nflush);
+  if (nflush != 0) bin.remove_oldest(nflush);
 }
 
 void tcache_flush_large(Tcache* t, szind_t binind, unsigned rem) {
   CacheBin& bin = t->bins[binind];
   unsigned n = bin.ncached();
-  if (rem >= n) return;
-  unsigned nflush = n - rem;
+  unsigned nflush = rem >= n ? 0 : n - rem;
   void** items = bin.bottom() - nflush;
   for (unsigned i = 0; i < nflush; i++) {
     Edata* e = g_emap.lookup(items[i]);
     owner_arena(e)->dalloc_large(e);
   }
-  if (bin.nrequests != 0 && t->slow.arena != nullptr) {
-    t->slow.arena->count_large_requests(binind, bin.nrequests);
+  // One flush per call (empty ones included), counted in the cache's arena with its requests,
+  // whichever arenas the extents went back to (5.3.0's large.nflushes).
+  if (t->slow.arena != nullptr) {
+    t->slow.arena->merge_large_tcache_stats(binind, bin.nrequests);
     bin.nrequests = 0;
   }
-  bin.remove_oldest(nflush);
+  if (nflush != 0) bin.remove_oldest(nflush);
 }
 
 void tcache_dalloc_small_hard(Tcache* t, szind_t binind, void* ptr) {
@@ -334,6 +354,16 @@ bool tcaches_destroy(unsigned ind) {
   tcache_destroy(t);
   internal_free(t);
   return true;
+}
+
+MutexStats tcaches_mutex_stats() {
+  MutexGuard guard(g_tcaches_mtx);
+  return g_tcaches_mtx.stats();
+}
+
+void tcaches_reset_mutex_stats() {
+  MutexGuard guard(g_tcaches_mtx);
+  g_tcaches_mtx.reset_stats();
 }
 
 void tcaches_prefork() { g_tcaches_mtx.prefork(); }

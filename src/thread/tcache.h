@@ -7,16 +7,21 @@
 // arenas). Every 64 KiB of allocation (tcache_gc_incr_bytes) one bin is garbage-collected: 3/4
 // of what stayed unused since the last visit is flushed and the fill size adapts.
 // Explicit caches (tcache.create / MALLOCX_TCACHE(tc)) are the same structure, addressed by
-// index.
+// index. Statistics follow 5.3.0: each flush of a bin counts once (bins.<j>.nflushes,
+// large.nflushes) in the cache's own arena with the requests served since the last flush,
+// whichever arenas took the regions back; leaving an arena (thread.arena, destruction) merges
+// the pending request counts there (and counts a flush per large class, as 5.3.0 does).
 // Layer: thread. Callers: tsd, api, ctl (tcache.*, thread.tcache.*).
 // Concurrency: a Tcache is used by one thread at a time (explicit ones by contract). The
 // explicit-cache registry and the list of live caches (for stats) take `tcaches_mtx` (rank
-// kTcaches).
+// kTcaches). 5.3.0 keeps one such list per arena (tcache_ql_mtx); this one global mutex is
+// what stats.arenas.<i>.mutexes.tcache_list reports, for every arena.
 // Capacity (ncached_max): small classes 2 x regions per slab (opt.lg_tcache_nslots_mul),
 // clamped to [tcache_nslots_small_min, tcache_nslots_small_max] = [20, 200] and made even;
 // large classes up to tcache_max (32 KiB: 41 bins) get tcache_nslots_large = 20.
 // jemalloc mapping: tcache_t/tcache_slow_t (src/tcache.c); arenas.tcache_max, arenas.nhbins,
-// tcache.{create,flush,destroy}, thread.tcache.flush, stats.arenas.<i>.tcache_bytes.
+// tcache.{create,flush,destroy}, thread.tcache.flush, stats.arenas.<i>.tcache_bytes,
+// .internal, .large.nflushes, .mutexes.tcache_list.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +30,7 @@
 #include "arena/arena.h"
 #include "meta/sc.h"
 #include "meta/sz.h"
+#include "support/mutex.h"
 #include "support/ql.h"
 #include "thread/cache_bin.h"
 
@@ -100,9 +106,15 @@ Tcache* tcaches_get(unsigned ind);
 bool tcaches_flush(unsigned ind);
 bool tcaches_destroy(unsigned ind);
 
-/// Internal allocations (cache slot arrays, explicit caches): arena 0, never cached.
+/// Internal allocations (cache slot arrays, explicit caches): arena 0, never cached. Their
+/// usable size is counted in the serving arena's internal bytes (stats.arenas.<i>.internal).
 void* internal_alloc(size_t size);
 void internal_free(void* ptr);
+
+/// Counters of the registry mutex, read under it (reported as every arena's
+/// stats.arenas.<i>.mutexes.tcache_list); tcaches_reset_mutex_stats zeroes them.
+MutexStats tcaches_mutex_stats();
+void tcaches_reset_mutex_stats();
 
 void tcaches_prefork();
 void tcaches_postfork_parent();

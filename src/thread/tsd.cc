@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "arena/arenas.h"
+#include "support/config.h"
 #include "support/opt.h"
 #include "support/reentrancy.h"
 
@@ -38,17 +39,27 @@ void thread_cleanup(void* arg) {
 
 void schedule_alloc_event(Tsd& tsd) {
   uint64_t next = tsd.gc_next_alloc;
+  if (config::kStats && tsd.peak_next_alloc < next) next = tsd.peak_next_alloc;
   if (g_stats_hook != nullptr && tsd.stats_last + g_stats_batch < next) {
     next = tsd.stats_last + g_stats_batch;
   }
   tsd.allocated_next_event = next;
 }
 
+void schedule_dalloc_event(Tsd& tsd) {
+  uint64_t next = tsd.gc_next_dalloc;
+  if (config::kStats && tsd.peak_next_dalloc < next) next = tsd.peak_next_dalloc;
+  tsd.deallocated_next_event = next;
+}
+
 void schedule_events(Tsd& tsd) {
   tsd.gc_next_alloc = tsd.allocated + g_event_interval;
+  tsd.peak_next_alloc = tsd.allocated + kPeakEventBytes;
   tsd.stats_last = tsd.allocated;
   schedule_alloc_event(tsd);
-  tsd.deallocated_next_event = tsd.deallocated + g_event_interval;
+  tsd.gc_next_dalloc = tsd.deallocated + g_event_interval;
+  tsd.peak_next_dalloc = tsd.deallocated + kPeakEventBytes;
+  schedule_dalloc_event(tsd);
 }
 
 // Adds this thread's bytes since its last report to the global count; prints when it reaches
@@ -158,6 +169,10 @@ void tsd_set_tcache_enabled(Tsd& tsd, bool enabled) {
 
 void tsd_alloc_event(Tsd& tsd) {
   if (tsd.allocated < tsd.allocated_next_event) return;
+  if (config::kStats && tsd.allocated >= tsd.peak_next_alloc) {
+    tsd_peak_update(tsd);
+    tsd.peak_next_alloc = tsd.allocated + kPeakEventBytes;
+  }
   if (tsd.allocated >= tsd.gc_next_alloc) {
     if (tsd.state == TsdState::kNominal && !in_reentrant_call()) tcache_gc_step(&tsd.tcache);
     tsd.gc_next_alloc = tsd.allocated + g_event_interval;
@@ -172,9 +187,29 @@ void tsd_alloc_event(Tsd& tsd) {
 
 void tsd_dalloc_event(Tsd& tsd) {
   if (tsd.deallocated < tsd.deallocated_next_event) return;
-  if (tsd.state == TsdState::kNominal && !in_reentrant_call()) tcache_gc_step(&tsd.tcache);
-  tsd.deallocated_next_event = tsd.deallocated + g_event_interval;
+  // A sample here sees the net allocation after frees that followed the last allocation-side
+  // sample; with both sides sampled, a burst freed before a read still shows in the peak.
+  if (config::kStats && tsd.deallocated >= tsd.peak_next_dalloc) {
+    tsd_peak_update(tsd);
+    tsd.peak_next_dalloc = tsd.deallocated + kPeakEventBytes;
+  }
+  if (tsd.deallocated >= tsd.gc_next_dalloc) {
+    if (tsd.state == TsdState::kNominal && !in_reentrant_call()) tcache_gc_step(&tsd.tcache);
+    tsd.gc_next_dalloc = tsd.deallocated + g_event_interval;
+  }
+  schedule_dalloc_event(tsd);
   tsd_recompute_fast(tsd);
+}
+
+void tsd_peak_update(Tsd& tsd) {
+  // Signed: more may have been freed than allocated since the reset (memory allocated before).
+  int64_t net = static_cast<int64_t>(tsd.allocated - tsd.deallocated - tsd.peak_alloc_base);
+  if (net > static_cast<int64_t>(tsd.peak_max)) tsd.peak_max = static_cast<uint64_t>(net);
+}
+
+void tsd_peak_reset(Tsd& tsd) {
+  tsd.peak_max = 0;
+  tsd.peak_alloc_base = tsd.allocated - tsd.deallocated;
 }
 
 }  // namespace je

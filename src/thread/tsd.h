@@ -2,16 +2,18 @@
 //
 // Purpose: holds the thread's automatic cache, its allocation counters (thread.allocated /
 // deallocated, also handed out by pointer through thread.allocatedp), the next thread-event
-// thresholds, its bound arena and its life-cycle state. It is one constinit, initial-exec
-// thread_local: zero-initialized, which the fast paths read as "empty cache, event due now",
-// so a new thread's first call falls to the slow path and is set up there.
+// thresholds (cache GC, thread.peak sampling, stats_interval), the thread.peak tracker, its
+// bound arena and its life-cycle state. It is one constinit, initial-exec thread_local:
+// zero-initialized, which the fast paths read as "empty cache, event due now", so a new
+// thread's first call falls to the slow path and is set up there.
 // Life cycle: uninitialized -> nominal (cache on) / nominal_slow (cache off) -> purgatory
 // (after the thread-exit destructor flushed everything; later calls, e.g. from other TLS
 // destructors, still work, without a cache, on arena 0).
 // Layer: thread. Callers: api (fast and slow paths), ctl (thread.* names).
 // Concurrency: thread-local; the counters are plain stores that other threads may read
 // through thread.allocatedp (64-bit aligned stores are atomic on the supported platforms).
-// jemalloc mapping: tsd_t (src/tsd.c), thread_event (src/thread_event.c).
+// jemalloc mapping: tsd_t (src/tsd.c), thread_event (src/thread_event.c), peak_event
+// (src/peak_event.c: thread.peak.read / thread.peak.reset).
 #pragma once
 
 #include <cstdint>
@@ -33,9 +35,12 @@ struct Tsd {
   Tcache tcache;
   // Cold.
   uint64_t allocated_next_event;    // min of the alloc-side events below
-  uint64_t deallocated_next_event;
+  uint64_t deallocated_next_event;  // min of the dalloc-side events below
   uint64_t gc_next_alloc;           // next cache GC step on the allocation side
+  uint64_t gc_next_dalloc;          // ... and on the deallocation side
   uint64_t stats_last;              // allocated at the last stats_interval accounting
+  uint64_t peak_next_alloc;         // next thread.peak sample (allocation side)
+  uint64_t peak_next_dalloc;        // ... (deallocation side)
   uint64_t peak_alloc_base;    // thread.peak: allocated - deallocated at the last reset
   uint64_t peak_max;
   Arena* arena;
@@ -60,9 +65,19 @@ Arena* tsd_arena(Tsd& tsd);
 void tsd_set_arena(Tsd& tsd, Arena* arena);
 /// thread.tcache.enabled write.
 void tsd_set_tcache_enabled(Tsd& tsd, bool enabled);
-/// Run due thread events (cache GC) after the counters passed a threshold.
+/// Run due thread events (cache GC, thread.peak samples, stats_interval) after the counters
+/// passed a threshold.
 void tsd_alloc_event(Tsd& tsd);
 void tsd_dalloc_event(Tsd& tsd);
+/// thread.peak: fold the current net allocation (allocated - deallocated, counted from the
+/// last reset) into the maximum. Runs on the events above every kPeakEventBytes of allocation
+/// and of deallocation, and on each thread.peak.read.
+void tsd_peak_update(Tsd& tsd);
+/// thread.peak.reset: the maximum restarts at 0 from the current net allocation.
+void tsd_peak_reset(Tsd& tsd);
+
+/// Bytes between two thread.peak samples on each side (5.3.0's fixed 64 KiB peak event).
+inline constexpr uint64_t kPeakEventBytes = 64 * 1024;
 /// Recompute the fast-path thresholds after a state change.
 void tsd_recompute_fast(Tsd& tsd);
 

@@ -61,13 +61,8 @@ bool absent_in_reference(const std::string& n) {
 bool absent_here(const std::string& n) {
   if (absent_in_reference(n) || starts(n, "prof.") || starts(n, "opt.prof") ||
       starts(n, "thread.prof.") || starts(n, "experimental.") || n == "opt.lg_prof_sample" ||
-      n == "opt.lg_prof_interval" || n == "stats.arenas.<i>.internal" ||
-      n == "stats.arenas.<i>.large.nflushes") {
+      n == "opt.lg_prof_interval") {
     return true;
-  }
-  for (const char* m : {"large", "extent_avail", "decay_dirty", "decay_muzzy", "base",
-                        "tcache_list"}) {
-    if (starts(n, (std::string("stats.arenas.<i>.mutexes.") + m + ".").c_str())) return true;
   }
   return false;
 }

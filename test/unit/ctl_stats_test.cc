@@ -114,12 +114,12 @@ TEST_F(CtlStats, TypesAndMergedViewDefaults) {
   len = sizeof(wide);
   EXPECT_EQ(ctl_byname("stats.mutexes.ctl.max_num_thds", &wide, &len, nullptr, 0), EINVAL);
   EXPECT_EQ(len, 4u);
-  // Absent on purpose.
-  len = sizeof(wide);
-  EXPECT_EQ(ctl_byname("stats.arenas.0.internal", &wide, &len, nullptr, 0), ENOENT);
-  len = sizeof(wide);
-  EXPECT_EQ(ctl_byname("stats.arenas.0.mutexes.base.num_ops", &wide, &len, nullptr, 0), ENOENT);
+  // Every arena mutex group reads; those of features not built read 0.
+  EXPECT_GT(astat<uint64_t>(0, "mutexes.base.num_ops"), 0u);
   EXPECT_EQ(read<uint64_t>("stats.arenas.0.mutexes.hpa_sec.num_ops"), 0u);
+  // metadata = base + internal (5.3.0's definition), over all arenas.
+  EXPECT_EQ(read<size_t>("stats.metadata"),
+            astat<size_t>(4096, "base") + astat<size_t>(4096, "internal"));
 }
 
 TEST_F(CtlStats, SmallAndLargeAccounting) {
@@ -210,6 +210,7 @@ TEST_F(CtlStats, SmallAndLargeAccounting) {
 }
 
 TEST_F(CtlStats, MergedViewSumsTheArenas) {
+  tsd_fetch();  // this thread's cache: internal bytes in arena 0
   // Some activity in two arenas.
   Arena* a;
   unsigned ind = manual_arena(&a);
@@ -219,7 +220,7 @@ TEST_F(CtlStats, MergedViewSumsTheArenas) {
   epoch();
 
   const unsigned n = read<unsigned>("arenas.narenas");
-  size_t pactive = 0, mapped = 0, resident = 0, allocated = 0, base = 0;
+  size_t pactive = 0, mapped = 0, resident = 0, allocated = 0, base = 0, internal = 0;
   unsigned nthreads = 0;
   uint64_t nmalloc = 0;
   for (unsigned i = 0; i < n; i++) {
@@ -238,6 +239,7 @@ TEST_F(CtlStats, MergedViewSumsTheArenas) {
     mapped += astat<size_t>(i, "mapped");
     resident += astat<size_t>(i, "resident");
     base += astat<size_t>(i, "base");
+    internal += astat<size_t>(i, "internal");
     allocated += astat<size_t>(i, "small.allocated") + astat<size_t>(i, "large.allocated");
     nthreads += astat<unsigned>(i, "nthreads");
     nmalloc += astat<uint64_t>(i, "small.nmalloc");
@@ -254,7 +256,9 @@ TEST_F(CtlStats, MergedViewSumsTheArenas) {
   EXPECT_EQ(read<size_t>("stats.mapped"), mapped);
   EXPECT_EQ(read<size_t>("stats.resident"), resident);
   EXPECT_EQ(read<size_t>("stats.allocated"), allocated);
-  EXPECT_EQ(read<size_t>("stats.metadata"), base);
+  EXPECT_GT(internal, 0u);  // this thread's cache slots, at least
+  EXPECT_EQ(astat<size_t>(4096, "internal"), internal);
+  EXPECT_EQ(read<size_t>("stats.metadata"), base + internal);
   EXPECT_EQ(read<size_t>("stats.retained"), astat<size_t>(4096, "retained"));
   check_invariants(4096);
   check_global_invariants();
@@ -333,6 +337,200 @@ TEST_F(CtlStats, ConcurrentRefreshPurgeAndDestroy) {
   for (std::thread& t : threads) t.join();
   epoch();
   check_global_invariants();
+}
+
+// ---- internal, large.nflushes, the arena mutex groups --------------------------------------
+
+TEST_F(CtlStats, InternalCountsCacheMemoryInArenaZero) {
+  Arena* a;
+  unsigned ind = manual_arena(&a);
+  epoch();
+  const size_t i0 = astat<size_t>(0, "internal");
+  const size_t stack = sz::s2u(g_tcache_geo.stack_bytes);
+  // A cache bound to the manual arena still takes its slot array from arena 0, as 5.3.0.
+  auto* t = new Tcache();
+  ASSERT_TRUE(tcache_init(t, a));
+  epoch();
+  EXPECT_EQ(astat<size_t>(0, "internal"), i0 + stack);
+  EXPECT_EQ(astat<size_t>(ind, "internal"), 0u);
+  EXPECT_EQ(read<size_t>("stats.metadata"),
+            astat<size_t>(4096, "base") + astat<size_t>(4096, "internal"));
+  check_invariants(0);
+  check_global_invariants();
+  tcache_destroy(t);
+  delete t;
+  epoch();
+  EXPECT_EQ(astat<size_t>(0, "internal"), i0);
+  // An explicit cache: the structure and its slots.
+  unsigned tc;
+  ASSERT_TRUE(tcaches_create(a, &tc));
+  epoch();
+  EXPECT_EQ(astat<size_t>(0, "internal"), i0 + stack + sz::s2u(sizeof(Tcache)));
+  ASSERT_TRUE(tcaches_destroy(tc));
+  epoch();
+  EXPECT_EQ(astat<size_t>(0, "internal"), i0);
+  ASSERT_EQ(act("arena." + std::to_string(ind) + ".destroy"), 0);
+}
+
+TEST_F(CtlStats, LargeFlushesCountInTheCacheArena) {
+  Arena *a, *b;
+  unsigned ia = manual_arena(&a);
+  unsigned ib = manual_arena(&b);
+  const szind_t bin = sz::size2index(16384);
+  ASSERT_GE(bin, sc::kNBins);
+  ASSERT_LT(bin, g_tcache_geo.nhbins);
+  const uint64_t nlarge = g_tcache_geo.nhbins - sc::kNBins;
+  auto* t = new Tcache();
+  ASSERT_TRUE(tcache_init(t, a));
+  epoch();
+  EXPECT_EQ(astat<uint64_t>(ia, "large.nflushes"), 0u);
+  const uint64_t req_a = astat<uint64_t>(ia, "large.nrequests");
+  // Three extents of arena b in a cache bound to a, with 7 cache hits not yet merged.
+  for (int i = 0; i < 3; i++) {
+    void* p = b->malloc_large(16384, 64, false);
+    ASSERT_NE(p, nullptr);
+    ASSERT_TRUE(t->bins[bin].push_fast(p));
+  }
+  t->bins[bin].nrequests = 7;
+  epoch();
+  const uint64_t nd_b = astat<uint64_t>(ib, "large.ndalloc");
+  tcache_flush_large(t, bin, 0);
+  epoch();
+  // The flush counts once, in the cache's arena, with its requests; b only takes them back.
+  EXPECT_EQ(astat<uint64_t>(ia, "large.nflushes"), 1u);
+  EXPECT_EQ(astat<uint64_t>(ia, "large.nrequests"), req_a + 7);
+  EXPECT_EQ(astat<uint64_t>(ib, "large.nflushes"), 0u);
+  EXPECT_EQ(astat<uint64_t>(ib, "large.ndalloc"), nd_b + 3);
+  // Flushing everything counts every large bin, empty ones too (5.3.0).
+  tcache_flush_all(t);
+  epoch();
+  EXPECT_EQ(astat<uint64_t>(ia, "large.nflushes"), 1 + nlarge);
+  // Leaving the arena merges the cache's counters there: one more per large bin (5.3.0).
+  tcache_set_arena(t, b);
+  epoch();
+  EXPECT_EQ(astat<uint64_t>(ia, "large.nflushes"), 1 + 2 * nlarge);
+  EXPECT_EQ(astat<uint64_t>(ib, "large.nflushes"), 0u);
+  // Destruction: a full flush and the final merge, both in b now.
+  tcache_destroy(t);
+  delete t;
+  epoch();
+  EXPECT_EQ(astat<uint64_t>(ib, "large.nflushes"), 2 * nlarge);
+  EXPECT_EQ(astat<uint64_t>(ia, "large.nflushes"), 1 + 2 * nlarge);
+  EXPECT_GE(astat<uint64_t>(4096, "large.nflushes"), 1 + 4 * nlarge);  // summed
+  // The destroyed view keeps the event counter.
+  const uint64_t destroyed = astat<uint64_t>(4097, "large.nflushes");
+  ASSERT_EQ(act("arena." + std::to_string(ia) + ".destroy"), 0);
+  epoch();
+  EXPECT_EQ(astat<uint64_t>(4097, "large.nflushes"), destroyed + 1 + 2 * nlarge);
+  ASSERT_EQ(act("arena." + std::to_string(ib) + ".destroy"), 0);
+}
+
+TEST_F(CtlStats, SmallFlushesCountInTheCacheArena) {
+  Arena *a, *b;
+  unsigned ia = manual_arena(&a);
+  unsigned ib = manual_arena(&b);
+  constexpr szind_t kBin = 3;
+  const std::string bin = "bins." + std::to_string(kBin) + ".";
+  auto* t = new Tcache();
+  ASSERT_TRUE(tcache_init(t, a));
+  for (int i = 0; i < 5; i++) {
+    void* p = b->malloc_small(kBin, false);
+    ASSERT_NE(p, nullptr);
+    ASSERT_TRUE(t->bins[kBin].push_fast(p));
+  }
+  t->bins[kBin].nrequests = 11;
+  epoch();
+  const uint64_t req_a = astat<uint64_t>(ia, bin + "nrequests");
+  tcache_flush_small(t, kBin, 0);
+  epoch();
+  EXPECT_EQ(astat<uint64_t>(ia, bin + "nflushes"), 1u);
+  EXPECT_EQ(astat<uint64_t>(ia, bin + "nrequests"), req_a + 11);
+  EXPECT_EQ(astat<uint64_t>(ib, bin + "nflushes"), 0u);
+  EXPECT_EQ(astat<uint64_t>(ib, bin + "ndalloc"), 5u);
+  EXPECT_EQ(astat<size_t>(ib, bin + "curregs"), 0u);
+  // Nothing left to flush: still one flush (5.3.0 counts every call).
+  tcache_flush_small(t, kBin, 0);
+  epoch();
+  EXPECT_EQ(astat<uint64_t>(ia, bin + "nflushes"), 2u);
+  EXPECT_EQ(astat<uint64_t>(ia, "small.nflushes"), 2u);
+  // A move merges pending requests without counting a small flush.
+  t->bins[kBin].nrequests = 4;
+  tcache_set_arena(t, b);
+  epoch();
+  EXPECT_EQ(astat<uint64_t>(ia, bin + "nrequests"), req_a + 15);
+  EXPECT_EQ(astat<uint64_t>(ia, "small.nflushes"), 2u);
+  tcache_destroy(t);
+  delete t;
+  epoch();
+  EXPECT_EQ(astat<uint64_t>(ib, "small.nflushes"), sc::kNBins);  // the final flush of every bin
+  ASSERT_EQ(act("arena." + std::to_string(ia) + ".destroy"), 0);
+  ASSERT_EQ(act("arena." + std::to_string(ib) + ".destroy"), 0);
+}
+
+TEST_F(CtlStats, ArenaMutexGroupsMoveAndReset) {
+  Arena* a;
+  unsigned ind = manual_arena(&a);
+  const std::string purge = "arena." + std::to_string(ind) + ".purge";
+  auto ops = [&](const char* m) {
+    return astat<uint64_t>(ind, std::string("mutexes.") + m + ".num_ops");
+  };
+  epoch();
+  // Every group of 5.3.0 reads, with its counter widths.
+  for (const char* m : {"large", "extent_avail", "extents_dirty", "extents_muzzy",
+                        "extents_retained", "decay_dirty", "decay_muzzy", "base", "tcache_list",
+                        "hpa_shard", "hpa_shard_grow", "hpa_sec"}) {
+    const std::string g = std::string("mutexes.") + m + ".";
+    for (const char* c : {"num_ops", "num_wait", "num_spin_acq", "num_owner_switch",
+                          "total_wait_time", "max_wait_time"}) {
+      astat<uint64_t>(ind, g + c);
+      astat<uint64_t>(4096, g + c);
+    }
+    astat<uint32_t>(ind, g + "max_num_thds");
+  }
+  // Reading the snapshot takes each of them once (as in 5.3.0).
+  const uint64_t large0 = ops("large"), avail0 = ops("extent_avail");
+  const uint64_t dd0 = ops("decay_dirty"), dm0 = ops("decay_muzzy"), base0 = ops("base");
+  const uint64_t tl0 = ops("tcache_list");
+  EXPECT_GT(large0, 0u);
+  EXPECT_GT(base0, 0u);
+  // Manual arenas list their large extents; carving and merging extents recycles descriptors;
+  // purging takes both decay locks; caches register under the tcache list lock.
+  for (int i = 0; i < 10; i++) {
+    void* p = a->malloc_large(size_t{1} << 20, 64, false);
+    ASSERT_NE(p, nullptr);
+    a->dalloc_large(g_emap.lookup(p));
+  }
+  ASSERT_EQ(act(purge), 0);
+  ASSERT_NE(a->base()->alloc(64, 8), nullptr);
+  for (int i = 0; i < 20; i++) {
+    auto* t = new Tcache();
+    ASSERT_TRUE(tcache_init(t, a));
+    tcache_destroy(t);
+    delete t;
+  }
+  epoch();
+  EXPECT_GE(ops("large"), large0 + 1 + 20);
+  EXPECT_GT(ops("extent_avail"), avail0 + 1);
+  EXPECT_GT(ops("decay_dirty"), dd0 + 1);
+  EXPECT_GT(ops("decay_muzzy"), dm0 + 1);
+  EXPECT_GT(ops("base"), base0 + 1);
+  EXPECT_GE(ops("tcache_list"), tl0 + 40);
+  // Merged view: summed, except the one global tcache list mutex, counted once.
+  EXPECT_GE(astat<uint64_t>(4096, "mutexes.large.num_ops"), ops("large"));
+  EXPECT_GE(astat<uint64_t>(4096, "mutexes.base.num_ops"),
+            ops("base") + astat<uint64_t>(0, "mutexes.base.num_ops"));
+  EXPECT_LT(astat<uint64_t>(4096, "mutexes.tcache_list.num_ops"),
+            ops("tcache_list") + astat<uint64_t>(0, "mutexes.tcache_list.num_ops"));
+  // stats.mutexes.reset zeroes them; the refresh then counts its own reads only.
+  ASSERT_EQ(act("stats.mutexes.reset"), 0);
+  epoch();
+  const unsigned n = read<unsigned>("arenas.narenas");
+  for (const char* m : {"large", "extent_avail", "decay_dirty", "decay_muzzy", "base"}) {
+    EXPECT_LE(ops(m), 2u) << m;
+  }
+  EXPECT_LE(ops("tcache_list"), 2u * n + 2) << "one walk and one read per arena at most";
+  EXPECT_LE(astat<uint64_t>(0, "mutexes.base.num_ops"), 4u);
+  ASSERT_EQ(act("arena." + std::to_string(ind) + ".destroy"), 0);
 }
 
 }  // namespace

@@ -452,7 +452,7 @@ TEST_F(Ctl, ThreadCounters) {
   EXPECT_EQ(put<uint64_t>("thread.allocated", 1), EPERM);
 
   if (!config::kStats) return;  // thread.peak.* need statistics
-  // thread.peak: the largest net allocation seen at a read since the last reset.
+  // thread.peak: the largest net allocation sampled since the last reset (here: at reads).
   ASSERT_EQ(act("thread.peak.reset"), 0);
   EXPECT_EQ(read<uint64_t>("thread.peak.read"), 0u);
   tsd.allocated += 1000;
@@ -467,6 +467,41 @@ TEST_F(Ctl, ThreadCounters) {
   EXPECT_EQ(put("thread.peak.read", v), EPERM);
   size_t len = sizeof(v);
   EXPECT_EQ(ctl_byname("thread.peak.reset", &v, &len, nullptr, 0), EPERM);
+}
+
+TEST_F(Ctl, ThreadPeakSampledByEvents) {
+  if (!config::kStats) return;
+  Tsd& tsd = tsd_fetch();
+  // A burst past the 64 KiB event on both sides, freed before any read, is still seen: the
+  // allocation event sampled it (5.3.0's peak event).
+  ASSERT_EQ(act("thread.peak.reset"), 0);
+  tsd.allocated += kPeakEventBytes + 4096;
+  tsd_alloc_event(tsd);
+  tsd.deallocated += kPeakEventBytes + 4096;
+  tsd_dalloc_event(tsd);
+  EXPECT_EQ(read<uint64_t>("thread.peak.read"), kPeakEventBytes + 4096);
+  // Below the next threshold nothing is sampled until a read: a small freed burst is missed.
+  ASSERT_EQ(act("thread.peak.reset"), 0);
+  tsd.allocated += 1000;
+  tsd_alloc_event(tsd);
+  tsd.deallocated += 1000;
+  tsd_dalloc_event(tsd);
+  EXPECT_EQ(read<uint64_t>("thread.peak.read"), 0u);
+  // The deallocation side samples too: allocations that never crossed an allocation threshold
+  // (bytes counted in place, as resizes do) are seen by the next deallocation event.
+  ASSERT_EQ(act("thread.peak.reset"), 0);
+  tsd.allocated += 3000;  // no event
+  tsd.deallocated += kPeakEventBytes;
+  tsd_dalloc_event(tsd);  // net 3000 - 64 KiB: negative, the peak stays 0
+  EXPECT_EQ(read<uint64_t>("thread.peak.read"), 0u);
+  ASSERT_EQ(act("thread.peak.reset"), 0);
+  tsd.allocated += 2 * kPeakEventBytes;  // no event yet
+  tsd.deallocated += kPeakEventBytes;
+  tsd_dalloc_event(tsd);  // samples net = 64 KiB
+  tsd.deallocated += kPeakEventBytes;
+  EXPECT_EQ(read<uint64_t>("thread.peak.read"), kPeakEventBytes);
+  tsd_alloc_event(tsd);  // catch the allocation side up (samples net 0)
+  EXPECT_EQ(read<uint64_t>("thread.peak.read"), kPeakEventBytes);
 }
 
 TEST_F(Ctl, ThreadIdle) {

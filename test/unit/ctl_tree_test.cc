@@ -452,8 +452,7 @@ const char* const kOurNames[] = {
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
 /// The names that exist in the tree but answer ENOENT on purpose (doc/mallctl.md): a build
-/// without profiling, without utrace/xmalloc/UAF detection, no experimental API, and counters
-/// or mutexes this implementation does not keep or cannot reach.
+/// without profiling, without utrace/xmalloc/UAF detection, and no experimental API.
 bool absent_on_purpose(const std::string& n) {
   if (starts_with(n, "prof.") || starts_with(n, "opt.prof") || starts_with(n, "thread.prof.") ||
       starts_with(n, "experimental.")) {
@@ -462,11 +461,6 @@ bool absent_on_purpose(const std::string& n) {
   if (n == "opt.lg_prof_sample" || n == "opt.lg_prof_interval" || n == "opt.utrace" ||
       n == "opt.xmalloc" || n == "opt.lg_san_uaf_align") {
     return true;
-  }
-  if (n == "stats.arenas.<i>.internal" || n == "stats.arenas.<i>.large.nflushes") return true;
-  for (const char* m : {"large", "extent_avail", "decay_dirty", "decay_muzzy", "base",
-                        "tcache_list"}) {
-    if (starts_with(n, (std::string("stats.arenas.<i>.mutexes.") + m + ".").c_str())) return true;
   }
   return false;
 }
