@@ -183,35 +183,35 @@ void Emitter::json_object_kv_begin(const char* key) {
   json_object_begin();
 }
 
-void Emitter::json_object_begin() {
-  if (!json_) return;
+void Emitter::json_open(char bracket) {
   json_separator();
-  put("{", 1);
+  put(&bracket, 1);
   depth_++;
   item_at_depth_ = false;
 }
 
-void Emitter::json_object_end() {
-  if (!json_) return;
+void Emitter::json_close(char bracket) {
   depth_--;
-  put("}", 1);
+  put(&bracket, 1);
   item_at_depth_ = true;
+}
+
+void Emitter::json_object_begin() {
+  if (json_) json_open('{');
+}
+
+void Emitter::json_object_end() {
+  if (json_) json_close('}');
 }
 
 void Emitter::json_array_kv_begin(const char* key) {
   if (!json_) return;
   json_key(key);
-  json_separator();
-  put("[", 1);
-  depth_++;
-  item_at_depth_ = false;
+  json_open('[');
 }
 
 void Emitter::json_array_end() {
-  if (!json_) return;
-  depth_--;
-  put("]", 1);
-  item_at_depth_ = true;
+  if (json_) json_close(']');
 }
 
 void Emitter::dict_begin(const char* json_key, const char* table_header) {

@@ -141,6 +141,9 @@ class Emitter {
   void json_array_end();
 
  private:
+  // Opening/closing bracket with the separator and depth bookkeeping shared by both kinds.
+  void json_open(char bracket);
+  void json_close(char bracket);
   void put(const char* s, size_t n);
   void puts(const char* s);
   void putf(const char* fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "golden_data.h"
+
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -15,36 +17,8 @@
 
 namespace {
 
-using Rows = std::vector<std::vector<uint64_t>>;
-
-// Golden data sits in test/unit/data. `make check` exports top_srcdir; a binary run by hand
-// falls back to the directory of this source file.
-std::string data_path(const char* name) {
-  if (const char* top = std::getenv("top_srcdir"); top != nullptr && *top != '\0') {
-    return std::string(top) + "/test/unit/data/" + name;
-  }
-  std::string here = __FILE__;
-  const size_t slash = here.rfind('/');
-  here = slash == std::string::npos ? std::string(".") : here.substr(0, slash);
-  return here + "/data/" + name;
-}
-
-// Tab-separated unsigned columns; '#' lines are headers.
-Rows read_tsv(const char* name) {
-  Rows rows;
-  std::ifstream in(data_path(name));
-  EXPECT_TRUE(in.good()) << "cannot open " << data_path(name);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream fields(line);
-    std::vector<uint64_t> row;
-    uint64_t v;
-    while (fields >> v) row.push_back(v);
-    rows.push_back(row);
-  }
-  return rows;
-}
+using je::golden::Rows;
+using je::golden::read_tsv;
 
 using je::sc::kSizeClasses;
 

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "golden_data.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -24,31 +26,11 @@ namespace sz = je::sz;
 
 constexpr size_t kSizeMax = std::numeric_limits<size_t>::max();
 
-// Golden data sits in test/unit/data. `make check` exports top_srcdir; a binary run by hand
-// falls back to the directory of this source file.
-std::string data_path(const char* name) {
-  if (const char* top = std::getenv("top_srcdir"); top != nullptr && *top != '\0') {
-    return std::string(top) + "/test/unit/data/" + name;
-  }
-  std::string here = __FILE__;
-  const size_t slash = here.rfind('/');
-  here = slash == std::string::npos ? std::string(".") : here.substr(0, slash);
-  return here + "/data/" + name;
-}
-
-// Column `col` of a tab-separated file of unsigned numbers; '#' lines are headers.
+// Column `col` of a golden table.
 std::vector<size_t> read_column(const char* name, unsigned col) {
   std::vector<size_t> out;
-  std::ifstream in(data_path(name));
-  EXPECT_TRUE(in.good()) << "cannot open " << data_path(name);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream fields(line);
-    std::vector<size_t> row;
-    size_t v;
-    while (fields >> v) row.push_back(v);
-    EXPECT_GT(row.size(), col) << line;
+  for (const std::vector<uint64_t>& row : je::golden::read_tsv(name)) {
+    EXPECT_GT(row.size(), col);
     if (row.size() > col) out.push_back(row[col]);
   }
   return out;
