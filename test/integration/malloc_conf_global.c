@@ -1,8 +1,8 @@
-/* malloc_conf_global: a helper program of options_test (not a test by itself; run.sh does not
- * run it).  It defines the two option strings a program can carry in itself, the global
+/* malloc_conf_global: a helper program of conf_sources_test (not a test by itself; run.sh does
+ * not run it).  It defines the two option strings a program can carry in itself, the global
  * `malloc_conf` (read after the built-in string, before /etc/malloc.conf) and
  * `malloc_conf_2_conf_harder` (read last, after MALLOC_CONF), and prints what the library made
- * of them as `key=value` lines on stdout.  options_test runs it with chosen environments and
+ * of them as `key=value` lines on stdout.  conf_sources_test runs it with chosen environments and
  * /etc/malloc.conf targets and checks which source won for each key.
  *
  * Each key is set by a chosen subset of the sources, so the printed values tell the order:
@@ -12,7 +12,7 @@
  *   hpa_hugify_delay_ms        conf_harder 54321   (overrides /etc/malloc.conf)
  * The effects of narenas and tcache_max are read through arenas.narenas and
  * arenas.tcache_max.  The two hpa_* keys have no effect at all while the HPA is off (the
- * default, and the only mode here); that is why options_test puts them, and only them, in
+ * default, and the only mode here); that is why conf_sources_test puts them, and only them, in
  * /etc/malloc.conf, which every process started meanwhile reads too.  Their opt.* is printed.
  */
 #include <stdint.h>

@@ -1,155 +1,29 @@
-// options_test: every run-time option has the effect jemalloc 5.3.0 gives it, and the
-// configuration sources override each other in 5.3.0's order (doc/options.md, "Sources and
-// syntax").
+// options_test: every run-time option has the effect jemalloc 5.3.0 gives it (doc/options.md).
+// How the configuration sources override each other, and what the library reports about its
+// configuration (confirm_conf, abort_conf, stats_print...), is conf_sources_test's part.
 //
 // Options are read once per process, so each test starts CHILD processes: this binary again
-// (`options_test --child MODE [ARG]`) or the helper program malloc_conf_global, with an
-// environment built from scratch (only MALLOC_CONF as the test chooses, plus LD_PRELOAD and
-// JT_REFERENCE passed through so the child runs the same library as the parent).  The MALLOC_CONF
-// that run.sh gives the parent does not reach the children.  A child mode does some work and
-// prints what it observed as `key=value` lines on stdout; its stdout and stderr go to memfds the
-// parent reads after the child ended.  The parent then checks the EFFECT of the option through
-// public interfaces only: mallctl and stats, malloc_usable_size, memory contents,
-// /proc/self/maps and /proc/self/smaps, getrusage, exit status and output.
+// (`options_test --child MODE [ARG]`, see child.h) with an environment built from scratch (only
+// MALLOC_CONF as the test chooses, plus LD_PRELOAD and JT_REFERENCE passed through so the child
+// runs the same library as the parent).  The MALLOC_CONF that run.sh gives the parent does not
+// reach the children.  A child mode does some work and prints what it observed as `key=value`
+// lines on stdout; its stdout and stderr go to memfds the parent reads after the child ended.
+// The parent then checks the EFFECT of the option through public interfaces only: mallctl and
+// stats, malloc_usable_size, memory contents, /proc/self/maps and /proc/self/smaps, getrusage,
+// exit status and output.
 //
-// Tests that need something the machine may not offer (the THP mode [madvise], permission to
-// create /etc/malloc.conf, a deterministic CPU count) skip with the reason.
-#define JT_NO_MAIN
-#include <fcntl.h>
+// Tests that need something the machine may not offer (the THP mode [madvise], a deterministic
+// CPU count) skip with the reason.
 #include <sched.h>
-#include <signal.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 
-#include "harness.h"
+#include "child.h"
+
+using namespace jt::subproc;
 
 namespace {
 
 // ===========================================================================
-// Child side.
-
-constexpr unsigned kAllArenas = 4096;  // MALLCTL_ARENAS_ALL
-
-char g_stdout_buf[1 << 14];
-
-void emit(const char *key, long long v) { std::printf("%s=%lld\n", key, v); }
-void emit_str(const char *key, const char *v) { std::printf("%s=%s\n", key, v ? v : "(null)"); }
-
-unsigned thread_arena() {
-  unsigned a = UINT_MAX;
-  jt::ctl_get("thread.arena", &a);
-  return a;
-}
-
-unsigned lookup_arena(const void *p) {
-  unsigned a = UINT_MAX;
-  size_t len = sizeof(a);
-  if (mallctl("arenas.lookup", &a, &len, &p, sizeof(p)) != 0) return UINT_MAX;
-  return a;
-}
-
-size_t arena_stat(unsigned arena, const char *leaf) {
-  char name[128];
-  size_t v = 0;
-  jt::ctl_get(jt::ctl_name(name, "stats.arenas.%u.%s", arena, leaf), &v);
-  return v;
-}
-
-uint64_t arena_stat64(unsigned arena, const char *leaf) {
-  char name[128];
-  uint64_t v = 0;
-  jt::ctl_get(jt::ctl_name(name, "stats.arenas.%u.%s", arena, leaf), &v);
-  return v;
-}
-
-bool arena_action(unsigned arena, const char *what) {
-  char name[128];
-  return mallctl(jt::ctl_name(name, "arena.%u.%s", arena, what), nullptr, nullptr, nullptr, 0) == 0;
-}
-
-void tcache_flush() { mallctl("thread.tcache.flush", nullptr, nullptr, nullptr, 0); }
-
-// Writes one byte in every page of [p, p + n) so the pages are resident.
-void touch(void *p, size_t n) {
-  auto *b = static_cast<volatile unsigned char *>(p);
-  for (size_t i = 0; i < n; i += 4096) b[i] = 1;
-  if (n > 0) b[n - 1] = 1;
-}
-
-// Bytes in [p, p + n) that differ from c (through volatile reads: p may have been freed).
-size_t count_not(const void *p, size_t n, unsigned char c) {
-  auto *b = static_cast<const volatile unsigned char *>(p);
-  size_t bad = 0;
-  for (size_t i = 0; i < n; i++) bad += b[i] != c;
-  return bad;
-}
-
-// Reads a /proc file into buf with plain system calls (no stdio: its buffer would come from
-// the allocator under test and could take the very pages being looked for).  Returns the length.
-size_t read_proc(const char *path, char *buf, size_t cap) {
-  buf[0] = '\0';
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  size_t n = 0;
-  while (n + 1 < cap) {
-    ssize_t r = read(fd, buf + n, cap - 1 - n);
-    if (r <= 0) break;
-    n += (size_t)r;
-  }
-  close(fd);
-  buf[n] = '\0';
-  return n;
-}
-
-char g_proc_buf[4 << 20];
-
-// True when some line of /proc/self/maps covers addr.
-bool is_mapped(const void *addr) {
-  read_proc("/proc/self/maps", g_proc_buf, sizeof(g_proc_buf));
-  uintptr_t a = (uintptr_t)addr;
-  for (char *line = g_proc_buf; *line != '\0';) {
-    char *end = std::strchr(line, '\n');
-    unsigned long lo = 0, hi = 0;
-    if (std::sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo <= a && a < hi) return true;
-    if (end == nullptr) break;
-    line = end + 1;
-  }
-  return false;
-}
-
-// Walks /proc/self/smaps: for each mapping, whether its VmFlags hold "hg" / "nh".  With
-// addr != 0, only the mapping covering addr counts.  Returns the number of mappings seen.
-int smaps_flags(uintptr_t addr, int *nhg, int *nnh) {
-  read_proc("/proc/self/smaps", g_proc_buf, sizeof(g_proc_buf));
-  *nhg = 0;
-  *nnh = 0;
-  int seen = 0;
-  bool in_range = false;
-  for (char *line = g_proc_buf; *line != '\0';) {
-    char *end = std::strchr(line, '\n');
-    if (end != nullptr) *end = '\0';
-    unsigned long lo = 0, hi = 0;
-    char dash = 0;
-    if (std::sscanf(line, "%lx%c%lx", &lo, &dash, &hi) == 3 && dash == '-') {
-      in_range = addr == 0 || (lo <= addr && addr < hi);
-      if (in_range) seen++;
-    } else if (in_range && std::strncmp(line, "VmFlags:", 8) == 0) {
-      // Flags are two-letter words separated by spaces.
-      for (const char *f = line + 8; *f != '\0'; f++) {
-        if (f[0] == ' ' && f[1] != '\0' && f[2] != '\0' && (f[3] == ' ' || f[3] == '\0')) {
-          if (f[1] == 'h' && f[2] == 'g') (*nhg)++;
-          if (f[1] == 'n' && f[2] == 'h') (*nnh)++;
-        }
-      }
-    }
-    if (end == nullptr) break;
-    line = end + 1;
-  }
-  return seen;
-}
+// Child side: helpers of the modes below (the generic ones are in child.h).
 
 // Blocks the tcache of this thread holds for class `size` after it freed n blocks into an
 // emptied cache: flush, allocate n, flush (so the allocations left nothing cached), free n.
@@ -166,30 +40,6 @@ long long cached_after_frees(size_t size, int n) {
 }
 
 // --- modes ---------------------------------------------------------------
-
-void mode_noop(const char *) {
-  void *p = malloc(100);
-  jt::escape(p);
-  free(p);
-  emit("ok", 1);
-}
-
-// What opt.* reports for the keys the priority tests set.
-void mode_opts(const char *) {
-  mode_noop(nullptr);
-  unsigned u = 0;
-  size_t sz = 0;
-  uint64_t u64 = 0;
-  if (jt::ctl_get("opt.narenas", &u) == 0) emit("opt_narenas", u);
-  if (jt::ctl_get("arenas.narenas", &u) == 0) emit("arenas_narenas", u);
-  if (jt::ctl_get("arenas.tcache_max", &sz) == 0) emit("tcache_max", (long long)sz);
-  if (jt::ctl_get("opt.hpa_min_purge_interval_ms", &u64) == 0) {
-    emit("opt_hpa_min_purge_interval_ms", (long long)u64);
-  }
-  if (jt::ctl_get("opt.hpa_hugify_delay_ms", &u64) == 0) {
-    emit("opt_hpa_hugify_delay_ms", (long long)u64);
-  }
-}
 
 // narenas: threads alive at the same time spread over the automatic arenas.
 constexpr int kSpreadThreads = 8;
@@ -520,18 +370,6 @@ void mode_zero(const char *) {
   }
 }
 
-// stats_interval: allocation traffic between two markers on stderr.
-void mode_interval(const char *) {
-  mode_noop(nullptr);
-  std::fprintf(stderr, "child: traffic starts\n");
-  for (int i = 0; i < 16; i++) {
-    void *p = malloc(1 << 20);
-    touch(p, 4096);
-    free(p);
-  }
-  std::fprintf(stderr, "child: traffic ends\n");
-}
-
 // thp: the huge-page flags of the mapping holding a large block.
 void mode_thp(const char *) {
   mode_noop(nullptr);
@@ -548,14 +386,8 @@ void mode_thp(const char *) {
   dallocx(b, MALLOCX_TCACHE_NONE);
 }
 
-struct Mode {
-  const char *name;
-  void (*fn)(const char *arg);
-};
-
 constexpr Mode kModes[] = {
     {"noop", mode_noop},
-    {"opts", mode_opts},
     {"arenas", mode_arenas},
     {"tcache", mode_tcache},
     {"tcache_max", mode_tcache_max},
@@ -569,219 +401,11 @@ constexpr Mode kModes[] = {
     {"zero_realloc", mode_zero_realloc},
     {"junk", mode_junk},
     {"zero", mode_zero},
-    {"interval", mode_interval},
     {"thp", mode_thp},
 };
 
-int child_main(const char *mode, const char *arg) {
-  // stdio's buffer must not come from the allocator: a child measures its caches.
-  std::setvbuf(stdout, g_stdout_buf, _IOLBF, sizeof(g_stdout_buf));
-  jt::g_current = mode;
-  for (const Mode &m : kModes) {
-    if (std::strcmp(m.name, mode) == 0) {
-      m.fn(arg);
-      std::fflush(stdout);
-      std::fprintf(stderr, "child: returning from main\n");
-      return jt::failed() ? 1 : 0;
-    }
-  }
-  std::printf("unknown child mode %s\n", mode);
-  return 2;
-}
-
 // ===========================================================================
-// Parent side.
-
-char g_self[PATH_MAX];
-
-// Output buffers for the latest child (reused by every spawn).
-char g_out[1 << 16];
-char g_err[8 << 20];
-
-struct Child {
-  const char *what;  // "mode [conf]" for messages
-  int status;        // waitpid status; -1 if it never ran
-  bool timed_out;
-  const char *out;   // stdout, NUL-terminated
-  const char *err;   // stderr, NUL-terminated
-  size_t err_len;
-
-  bool exited(int code) const { return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == code; }
-  bool signaled(int sig) const { return status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == sig; }
-};
-
-char g_what[512];
-int g_child_timeout_ms = 60000;
-
-size_t slurp(int fd, char *buf, size_t cap) {
-  size_t n = 0;
-  while (n + 1 < cap) {
-    ssize_t r = pread(fd, buf + n, cap - 1 - n, (off_t)n);
-    if (r <= 0) break;
-    n += (size_t)r;
-  }
-  buf[n] = '\0';
-  return n;
-}
-
-// Runs `path argv...` with an environment holding only MALLOC_CONF=conf (none when conf is
-// null) and the pass-through variables; waits up to g_child_timeout_ms, then kills it.
-Child run_program(const char *path, const char *const *argv, const char *conf) {
-  Child c{g_what, -1, false, g_out, g_err, 0};
-  size_t wl = 0;
-  for (int i = 0; argv[i] != nullptr && wl < sizeof(g_what) - 1; i++) {
-    wl += (size_t)std::snprintf(g_what + wl, sizeof(g_what) - wl, "%s ", argv[i]);
-  }
-  if (wl < sizeof(g_what) - 1) {
-    std::snprintf(g_what + wl, sizeof(g_what) - wl, "[MALLOC_CONF=%s]", conf ? conf : "(unset)");
-  }
-  g_out[0] = g_err[0] = '\0';
-  static char env_conf[1024], env_preload[PATH_MAX + 16], env_ref[64];
-  const char *envp[4] = {};
-  int ne = 0;
-  if (conf != nullptr) {
-    std::snprintf(env_conf, sizeof(env_conf), "MALLOC_CONF=%s", conf);
-    envp[ne++] = env_conf;
-  }
-  if (const char *pre = std::getenv("LD_PRELOAD"); pre != nullptr && *pre != '\0') {
-    std::snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", pre);
-    envp[ne++] = env_preload;
-  }
-  if (const char *ref = std::getenv("JT_REFERENCE"); ref != nullptr && *ref != '\0') {
-    std::snprintf(env_ref, sizeof(env_ref), "JT_REFERENCE=%s", ref);
-    envp[ne++] = env_ref;
-  }
-  int ofd = memfd_create("child-stdout", MFD_CLOEXEC);
-  int efd = memfd_create("child-stderr", MFD_CLOEXEC);
-  if (ofd < 0 || efd < 0) {
-    FAIL_MSG("memfd_create: %s", std::strerror(errno));
-    return c;
-  }
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(ofd, 1);
-    dup2(efd, 2);
-    rlimit no_core{0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);  // expected aborts leave no core files
-    execve(path, const_cast<char *const *>(argv), const_cast<char *const *>(envp));
-    _exit(127);
-  }
-  if (pid < 0) {
-    FAIL_MSG("fork: %s", std::strerror(errno));
-    close(ofd);
-    close(efd);
-    return c;
-  }
-  int st = 0;
-  for (int ms = 0;; ms++) {
-    pid_t r = waitpid(pid, &st, WNOHANG);
-    if (r == pid) break;
-    if (ms >= g_child_timeout_ms) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &st, 0);
-      c.timed_out = true;
-      break;
-    }
-    timespec ts{0, 1000000};
-    nanosleep(&ts, nullptr);
-  }
-  c.status = st;
-  slurp(ofd, g_out, sizeof(g_out));
-  c.err_len = slurp(efd, g_err, sizeof(g_err));
-  close(ofd);
-  close(efd);
-  return c;
-}
-
-// Prints the child's output (for a failure report), at most a few lines of each stream.
-void show(const Child &c) {
-  std::printf("    child %s: status %#x%s\n", c.what, c.status, c.timed_out ? " (timed out)" : "");
-  for (int s = 0; s < 2; s++) {
-    const char *text = s == 0 ? c.out : c.err;
-    int lines = 0;
-    for (const char *p = text; *p != '\0' && lines < 25; lines++) {
-      const char *e = std::strchr(p, '\n');
-      int len = e ? (int)(e - p) : (int)std::strlen(p);
-      std::printf("    | %s %.*s\n", s == 0 ? "out" : "err", len, p);
-      p = e ? e + 1 : p + len;
-    }
-  }
-}
-
-// Runs `options_test --child mode [arg]` under conf; fails the test (showing the output) unless
-// the child exits 0.
-bool child(Child *c, const char *mode, const char *conf, const char *arg = nullptr) {
-  const char *argv[] = {"options_test", "--child", mode, arg, nullptr};
-  *c = run_program(g_self, argv, conf);
-  if (c->exited(0)) return true;
-  FAIL_MSG("child did not exit 0");
-  show(*c);
-  return false;
-}
-
-// The integer the child printed as key=..., or LLONG_MIN (after recording a failure).
-long long value(const Child &c, const char *key) {
-  size_t klen = std::strlen(key);
-  for (const char *p = c.out; p != nullptr && *p != '\0';) {
-    if (std::strncmp(p, key, klen) == 0 && p[klen] == '=') return std::strtoll(p + klen + 1, nullptr, 10);
-    p = std::strchr(p, '\n');
-    if (p) p++;
-  }
-  FAIL_MSG("child %s printed no %s", c.what, key);
-  show(c);
-  return LLONG_MIN;
-}
-
-// The text after key= on its line (copied into buf).
-const char *text_value(const Child &c, const char *key, char *buf, size_t cap) {
-  size_t klen = std::strlen(key);
-  for (const char *p = c.out; p != nullptr && *p != '\0';) {
-    if (std::strncmp(p, key, klen) == 0 && p[klen] == '=') {
-      const char *v = p + klen + 1;
-      const char *e = std::strchr(v, '\n');
-      size_t n = e ? (size_t)(e - v) : std::strlen(v);
-      if (n >= cap) n = cap - 1;
-      std::memcpy(buf, v, n);
-      buf[n] = '\0';
-      return buf;
-    }
-    p = std::strchr(p, '\n');
-    if (p) p++;
-  }
-  return "";
-}
-
-int count(const char *hay, const char *needle) {
-  int n = 0;
-  size_t len = std::strlen(needle);
-  for (const char *p = std::strstr(hay, needle); p != nullptr; p = std::strstr(p + len, needle)) n++;
-  return n;
-}
-
-bool contains(const char *hay, const char *needle) { return std::strstr(hay, needle) != nullptr; }
-
-// Offset of needle in hay, or -1.
-long offset(const char *hay, const char *needle) {
-  const char *p = std::strstr(hay, needle);
-  return p ? (long)(p - hay) : -1;
-}
-
-// Expect the child's value for key to satisfy op against want (messages name the child).
-#define EXPECT_CHILD(c, key, OP, want)                                                  \
-  do {                                                                                  \
-    long long v_ = value(c, key);                                                       \
-    if (v_ != LLONG_MIN && !JT_OP(OP, v_, (want))) {                                    \
-      std::printf("    (%s, from child %s)\n", key, (c).what);                          \
-    }                                                                                   \
-  } while (0)
-
-bool thp_mode_is_madvise() {
-  static char buf[256];
-  read_proc("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf));
-  return contains(buf, "[madvise]");
-}
+// Parent side (child.h has the rest, thp_mode_is_madvise included).
 
 unsigned affinity_cpus() {
   cpu_set_t set;
@@ -1045,7 +669,7 @@ TEST(zero_realloc_modes) {
   EXPECT_CHILD(c, "result_usable", kEq, 8);
   EXPECT_CHILD(c, "freed_bytes", kEq, 112);
   // "abort": the process aborts in realloc.
-  const char *argv[] = {"options_test", "--child", "zero_realloc", nullptr};
+  const char *argv[] = {program_name(), "--child", "zero_realloc", nullptr};
   c = run_program(g_self, argv, "zero_realloc:abort");
   if (!EXPECT_TRUE(c.signaled(SIGABRT))) show(c);
   EXPECT_TRUE(contains(c.err, "child: calling realloc(p, 0)"));
@@ -1087,107 +711,6 @@ TEST(zero_true_zeroes_recycled_memory) {
 }
 
 // ---------------------------------------------------------------------------
-// Configuration errors and output.
-
-TEST(abort_conf_aborts_on_invalid_pair) {
-  const char *argv[] = {"options_test", "--child", "noop", nullptr};
-  Child c = run_program(g_self, argv, "no_such_option:1");
-  if (!EXPECT_TRUE(c.exited(0))) show(c);
-  EXPECT_TRUE(contains(c.err, "<jemalloc>: Invalid conf pair: no_such_option:1\n"));
-  EXPECT_TRUE(contains(c.out, "ok=1"));
-
-  c = run_program(g_self, argv, "abort_conf:true,no_such_option:1");
-  if (!EXPECT_TRUE(c.signaled(SIGABRT))) show(c);
-  EXPECT_TRUE(contains(c.err, "<jemalloc>: Invalid conf pair: no_such_option:1\n"));
-  EXPECT_FALSE(contains(c.out, "ok=1"));
-
-  // An invalid value counts too; abort_conf set after the error still applies.
-  c = run_program(g_self, argv, "narenas:many,abort_conf:true");
-  if (!EXPECT_TRUE(c.signaled(SIGABRT))) show(c);
-  EXPECT_TRUE(contains(c.err, "<jemalloc>: Invalid conf value: narenas:many\n"));
-}
-
-TEST(confirm_conf_prints_sources_and_pairs) {
-  Child c;
-  if (!child(&c, "noop", "confirm_conf:true,narenas:3")) return;
-  long o1 = offset(c.err, "<jemalloc>: malloc_conf #1 (string specified via --with-malloc-conf): \"");
-  long o2 = offset(c.err,
-                   "<jemalloc>: malloc_conf #2 (string pointed to by the global variable "
-                   "malloc_conf): \"\"\n");
-  long o3 = offset(c.err,
-                   "<jemalloc>: malloc_conf #3 (\"name\" of the file referenced by the symbolic "
-                   "link named /etc/malloc.conf): \"");
-  long o4 = offset(c.err,
-                   "<jemalloc>: malloc_conf #4 (value of the environment variable MALLOC_CONF): "
-                   "\"confirm_conf:true,narenas:3\"\n"
-                   "<jemalloc>: -- Set conf value: confirm_conf:true\n"
-                   "<jemalloc>: -- Set conf value: narenas:3\n");
-  long o5 = offset(c.err,
-                   "<jemalloc>: malloc_conf #5 (string pointed to by the global variable "
-                   "malloc_conf_2_conf_harder): \"\"\n");
-  EXPECT_GE(o1, 0);
-  EXPECT_GT(o2, o1);
-  EXPECT_GT(o3, o2);
-  EXPECT_GT(o4, o3);
-  EXPECT_GT(o5, o4);
-  if (jt::failed()) show(c);
-  // Without it, a valid configuration prints nothing.
-  if (!child(&c, "noop", "narenas:3")) return;
-  EXPECT_FALSE(contains(c.err, "<jemalloc>"));
-}
-
-TEST(stats_print_reports_at_exit) {
-  Child c;
-  if (!child(&c, "noop", "stats_print:true")) return;
-  long begin = offset(c.err, "___ Begin jemalloc statistics ___\n");
-  long end = offset(c.err, "--- End jemalloc statistics ---\n");
-  long returning = offset(c.err, "child: returning from main\n");
-  EXPECT_GE(returning, 0);
-  EXPECT_GT(begin, returning);  // printed at exit, after main returned
-  EXPECT_GT(end, begin);
-  EXPECT_EQ(count(c.err, "___ Begin jemalloc statistics ___"), 1);
-  EXPECT_TRUE(contains(c.err, "Version: \"5.3.0-"));
-  if (!child(&c, "noop", nullptr)) return;
-  EXPECT_FALSE(contains(c.err, "jemalloc statistics"));
-}
-
-TEST(stats_print_opts_select_report) {
-  Child c;
-  // J: the JSON form.
-  if (!child(&c, "noop", "stats_print:true,stats_print_opts:J")) return;
-  EXPECT_FALSE(contains(c.err, "___ Begin jemalloc statistics ___"));
-  EXPECT_TRUE(contains(c.err, "{\"jemalloc\":{\"version\":\"5.3.0-"));
-  // g omits the general section (version, options), a the per-arena ones.
-  if (!child(&c, "noop", "stats_print:true,stats_print_opts:g")) return;
-  EXPECT_TRUE(contains(c.err, "___ Begin jemalloc statistics ___"));
-  EXPECT_FALSE(contains(c.err, "Version: "));
-  EXPECT_TRUE(contains(c.err, "arenas[0]:"));
-  if (!child(&c, "noop", "stats_print:true,stats_print_opts:a")) return;
-  EXPECT_TRUE(contains(c.err, "Version: "));
-  EXPECT_FALSE(contains(c.err, "arenas[0]:"));
-}
-
-TEST(stats_interval_prints_during_run) {
-  Child c;
-  if (!child(&c, "interval", "stats_interval:1048576,stats_interval_opts:mdablxe")) return;
-  long start = offset(c.err, "child: traffic starts\n");
-  long stop = offset(c.err, "child: traffic ends\n");
-  ASSERT_GE(start, 0);
-  ASSERT_GT(stop, start);
-  // Reports between the markers: the 16 MiB allocated cross the 1 MiB interval many times.
-  int inside = 0;
-  const char *needle = "___ Begin jemalloc statistics ___";
-  for (const char *p = std::strstr(c.err, needle); p != nullptr; p = std::strstr(p + 1, needle)) {
-    if (p - c.err > start && p - c.err < stop) inside++;
-  }
-  EXPECT_GE(inside, 4);
-  EXPECT_FALSE(contains(c.err, "arenas[0]:"));  // the interval opts apply
-  if (jt::failed()) show(c);
-  if (!child(&c, "interval", nullptr)) return;
-  EXPECT_FALSE(contains(c.err, "jemalloc statistics"));
-}
-
-// ---------------------------------------------------------------------------
 // Transparent huge pages.
 
 TEST(thp_option_marks_user_mappings) {
@@ -1217,190 +740,4 @@ TEST(metadata_thp_always_marks_metadata) {
   EXPECT_CHILD(c, "all_hg", kEq, 0);
 }
 
-// ---------------------------------------------------------------------------
-// Sources and their priority.  The malloc_conf_global helper defines the program's own
-// strings; see the key plan at its top.
-
-namespace {
-
-char g_helper[PATH_MAX];
-
-// Runs the malloc_conf_global helper under conf.
-bool helper(Child *c, const char *conf) {
-  const char *argv[] = {"malloc_conf_global", nullptr};
-  *c = run_program(g_helper, argv, conf);
-  if (c->exited(0)) return true;
-  FAIL_MSG("helper did not exit 0");
-  show(*c);
-  return false;
-}
-
-constexpr const char *kEtcConf = "/etc/malloc.conf";
-// Only keys without any effect while the HPA is off: every jemalloc process started while the
-// link exists (other test runs on the machine included) reads it too.
-constexpr const char *kEtcTarget = "hpa_min_purge_interval_ms:200,hpa_hugify_delay_ms:12345";
-
-volatile sig_atomic_t g_etc_linked = 0;
-
-// A runner timeout (SIGTERM) or ^C while the link exists must not leave it behind.
-void etc_signal(int sig) {
-  if (g_etc_linked) unlink(kEtcConf);
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
-
-// Points /etc/malloc.conf at kEtcTarget only while fn runs.  Returns false (with the reason in
-// why) when the test may not do it.
-bool with_etc_malloc_conf(void (*fn)(), char *why, size_t cap) {
-  struct stat st;
-  if (geteuid() != 0) {
-    std::snprintf(why, cap, "needs root to create %s", kEtcConf);
-    return false;
-  }
-  if (lstat(kEtcConf, &st) == 0) {
-    char target[256] = {};
-    ssize_t n = readlink(kEtcConf, target, sizeof(target) - 1);
-    bool ours = n > 0 && std::strcmp(target, kEtcTarget) == 0;
-    std::snprintf(why, cap, "%s exists%s; not touching it", kEtcConf,
-                  ours ? " (with this test's target: another run is using it, or a killed "
-                         "run left it behind)"
-                       : "");
-    return false;
-  }
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) signal(sig, etc_signal);
-  if (symlink(kEtcTarget, kEtcConf) != 0) {
-    std::snprintf(why, cap, "symlink %s: %s", kEtcConf, std::strerror(errno));
-    return false;
-  }
-  g_etc_linked = 1;
-  int saved = g_child_timeout_ms;
-  g_child_timeout_ms = 10000;
-  fn();
-  g_child_timeout_ms = saved;
-  unlink(kEtcConf);
-  g_etc_linked = 0;
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) signal(sig, SIG_DFL);
-  return true;
-}
-
-// The four runs made while the link exists; their stdout copied out of the shared buffer.
-Child g_etc_runs[4];
-char g_etc_out[4][1024];
-
-void etc_runs() {
-  const char *self_argv[] = {"options_test", "--child", "opts", nullptr};
-  const char *helper_argv[] = {"malloc_conf_global", nullptr};
-  for (int i = 0; i < 4; i++) {
-    const char *conf = i % 2 == 0 ? nullptr : "hpa_min_purge_interval_ms:300";
-    Child c = i < 2 ? run_program(g_self, self_argv, conf) : run_program(g_helper, helper_argv, conf);
-    std::snprintf(g_etc_out[i], sizeof(g_etc_out[i]), "%s", c.out);
-    g_etc_runs[i] = c;
-    g_etc_runs[i].out = g_etc_out[i];
-    g_etc_runs[i].err = "";
-  }
-}
-
-}  // namespace
-
-TEST(conf_source_builtin) {
-  const char *builtin = nullptr;
-  if (jt::ctl_get("config.malloc_conf", &builtin) != 0 || builtin == nullptr ||
-      *builtin == '\0') {
-    SKIP_TEST("the library was built without --with-malloc-conf");
-  }
-  Child c;
-  if (!child(&c, "noop", "confirm_conf:true")) return;
-  // The built-in string is source #1, and its first pair is applied before source #2.
-  char line[512];
-  std::snprintf(line, sizeof(line),
-                "<jemalloc>: malloc_conf #1 (string specified via --with-malloc-conf): \"%s\"\n"
-                "<jemalloc>: -- Set conf value: %.*s\n",
-                builtin, (int)std::strcspn(builtin, ","), builtin);
-  long o1 = offset(c.err, line);
-  long o2 = offset(c.err, "<jemalloc>: malloc_conf #2 ");
-  EXPECT_GE(o1, 0);
-  EXPECT_GT(o2, o1);
-  if (jt::failed()) show(c);
-}
-
-TEST(conf_source_global_malloc_conf) {
-  Child c;
-  if (!helper(&c, nullptr)) return;
-  EXPECT_CHILD(c, "opt_narenas", kEq, 3);
-  EXPECT_CHILD(c, "arenas_narenas", kEq, 4);  // 3 + the huge arena
-  // MALLOC_CONF overrides it key by key.
-  if (!helper(&c, "narenas:5,confirm_conf:true")) return;
-  EXPECT_CHILD(c, "opt_narenas", kEq, 5);
-  EXPECT_CHILD(c, "arenas_narenas", kEq, 6);
-  long o2 = offset(c.err,
-                   "<jemalloc>: malloc_conf #2 (string pointed to by the global variable "
-                   "malloc_conf): \"narenas:3,hpa_min_purge_interval_ms:100\"\n"
-                   "<jemalloc>: -- Set conf value: narenas:3\n");
-  long o4 = offset(c.err, "<jemalloc>: -- Set conf value: narenas:5\n");
-  EXPECT_GE(o2, 0);
-  EXPECT_GT(o4, o2);
-  if (jt::failed()) show(c);
-}
-
-TEST(conf_source_etc_malloc_conf) {
-  char why[256];
-  if (!with_etc_malloc_conf(etc_runs, why, sizeof(why))) SKIP_TEST("%s", why);
-  for (const Child &c : g_etc_runs) {
-    if (!EXPECT_TRUE(c.exited(0))) show(c);
-  }
-  if (jt::failed()) return;
-  const Child &plain = g_etc_runs[0], &env = g_etc_runs[1];
-  const Child &global = g_etc_runs[2], &global_env = g_etc_runs[3];
-  // The link's target name is a source of its own...
-  EXPECT_CHILD(plain, "opt_hpa_min_purge_interval_ms", kEq, 200);
-  EXPECT_CHILD(plain, "opt_hpa_hugify_delay_ms", kEq, 12345);
-  // ...below MALLOC_CONF...
-  EXPECT_CHILD(env, "opt_hpa_min_purge_interval_ms", kEq, 300);
-  EXPECT_CHILD(env, "opt_hpa_hugify_delay_ms", kEq, 12345);
-  // ...and above the program's malloc_conf.
-  EXPECT_CHILD(global, "opt_hpa_min_purge_interval_ms", kEq, 200);
-  EXPECT_CHILD(global, "opt_narenas", kEq, 3);
-  EXPECT_CHILD(global_env, "opt_hpa_min_purge_interval_ms", kEq, 300);
-}
-
-// Debian's shared libjemalloc.so.2 keeps its own malloc_conf_2_conf_harder hidden (it is not
-// in the dynamic symbol table), so a program's definition never reaches it and the fifth
-// source is always empty there; this library reads the program's definition.
-TEST_COMPAT(conf_source_conf_harder_overrides_env, "conf-2-conf-harder") {
-  Child c;
-  if (!helper(&c, nullptr)) return;
-  EXPECT_CHILD(c, "tcache_max", kEq, 131072);
-  EXPECT_CHILD(c, "opt_hpa_hugify_delay_ms", kEq, 54321);
-  if (!helper(&c, "tcache_max:16384,hpa_hugify_delay_ms:7,narenas:5")) return;
-  EXPECT_CHILD(c, "tcache_max", kEq, 131072);
-  EXPECT_CHILD(c, "opt_hpa_hugify_delay_ms", kEq, 54321);
-  EXPECT_CHILD(c, "opt_narenas", kEq, 5);  // keys it does not name keep MALLOC_CONF's value
-}
-
-int main(int argc, char **argv) {
-  if (argc >= 3 && std::strcmp(argv[1], "--child") == 0) {
-    return child_main(argv[2], argc >= 4 ? argv[3] : nullptr);
-  }
-  ssize_t n = readlink("/proc/self/exe", g_self, sizeof(g_self) - 1);
-  if (n <= 0) {
-    std::printf("FAIL: cannot read /proc/self/exe\n");
-    return 1;
-  }
-  g_self[n] = '\0';
-  // The children choose their own configuration, so the runner's MALLOC_CONF variants would
-  // only repeat the same runs (and re-create /etc/malloc.conf each time): run under the
-  // default variant only.  JT_OPTIONS_ALL_VARIANTS=1 runs anyway.
-  const char *conf = std::getenv("MALLOC_CONF");
-  const char *all = std::getenv("JT_OPTIONS_ALL_VARIANTS");
-  if (conf != nullptr && *conf != '\0' && (all == nullptr || *all != '1')) {
-    if (!jt::preflight()) return 1;
-    std::printf("skipped: the children set their own MALLOC_CONF; the parent's changes nothing\n");
-    return 77;
-  }
-  std::snprintf(g_helper, sizeof(g_helper), "%s", g_self);
-  if (char *slash = std::strrchr(g_helper, '/'); slash != nullptr) {
-    std::snprintf(slash + 1, sizeof(g_helper) - (size_t)(slash + 1 - g_helper),
-                  "malloc_conf_global");
-  }
-  return jt::run_all(argc, argv);
-}
+int main(int argc, char **argv) { return run_main(argc, argv, kModes); }
