@@ -8,6 +8,7 @@
 #include "api/fork.h"
 #include "api/globals.h"
 #include "arena/arenas.h"
+#include "arena/bin_info.h"
 #include "arena/background_thread.h"
 #include "ctl/conf.h"
 #include "ctl/stats_print.h"
@@ -50,6 +51,7 @@ bool init_hard() {
   if (!pages::boot()) return false;
   ehooks_set_thp(g_opt.thp_mode == ThpOpt::kAlways, g_opt.thp_mode == ThpOpt::kNever);
   if (base_global(static_cast<MetadataThp>(g_opt.metadata_thp_mode)) == nullptr) return false;
+  bin_info_boot(g_opt.slab_sizes.data(), g_opt.bin_shards.data());  // before arenas and caches
   if (!arenas_boot()) return false;
   if (!background_thread_boot()) return false;
   tcache_boot();

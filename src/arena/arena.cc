@@ -41,7 +41,14 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
     base->destroy();
     return nullptr;
   }
+  void* bins_mem = base->alloc(sizeof(Bin) * g_nbins_total, alignof(Bin));
+  if (bins_mem == nullptr) {
+    base->destroy();
+    return nullptr;
+  }
   Arena* a = new (mem) Arena();
+  a->bins_ = static_cast<Bin*>(bins_mem);
+  for (unsigned i = 0; i < g_nbins_total; i++) new (&a->bins_[i]) Bin();
   a->ind_ = ind;
   a->manual_ = manual;
   a->base_ = base;
@@ -66,9 +73,8 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
 
 // ---- small -------------------------------------------------------------------------------
 
-Edata* Arena::slab_alloc(szind_t binind) {
-  const sc::BinInfo& bi = sc::kBinInfo[binind];
-  Edata* slab = pac.alloc(bi.slab_size, kPage, /*zero=*/false);
+Edata* Arena::slab_alloc(szind_t binind, unsigned shard) {
+  Edata* slab = pac.alloc(g_bin_geo[binind].slab_size, kPage, /*zero=*/false);
   if (slab == nullptr) return nullptr;
   g_emap.remap(slab, binind, /*slab=*/true);
   if (!g_emap.register_interior(slab)) {
@@ -76,11 +82,13 @@ Edata* Arena::slab_alloc(szind_t binind) {
     return nullptr;
   }
   slab::init(slab, binind);
+  slab->binshard = static_cast<uint8_t>(shard);
   return slab;
 }
 
 void* Arena::malloc_small(szind_t binind, bool zero) {
-  Bin& bin = bins[binind];
+  const unsigned shard = t_bin_shards.shard[binind];
+  Bin& bin = this->bin(binind, shard);
   void* p;
   {
     MutexGuard g(bin.mtx);
@@ -92,7 +100,7 @@ void* Arena::malloc_small(szind_t binind, bool zero) {
     }
   }
   if (p == nullptr) {
-    Edata* fresh = slab_alloc(binind);
+    Edata* fresh = slab_alloc(binind, shard);
     MutexGuard g(bin.mtx);
     // Another thread may have refilled the bin while the lock was dropped.
     p = bin.alloc_locked(binind, manual_);
@@ -112,13 +120,14 @@ void* Arena::malloc_small(szind_t binind, bool zero) {
       bin.stats.curslabs++;
     }
   }
-  if (zero) std::memset(p, 0, sc::kBinInfo[binind].reg_size);
+  if (zero) std::memset(p, 0, g_bin_geo[binind].reg_size);
   decay_tick();
   return p;
 }
 
 unsigned Arena::fill_small(szind_t binind, void** out, unsigned n, uint64_t nrequests) {
-  Bin& bin = bins[binind];
+  const unsigned shard = t_bin_shards.shard[binind];
+  Bin& bin = this->bin(binind, shard);
   unsigned filled = 0;
   bin.mtx.lock();
   while (filled < n) {
@@ -129,7 +138,7 @@ unsigned Arena::fill_small(szind_t binind, void** out, unsigned n, uint64_t nreq
     if (bin.refill_slabcur(manual_)) continue;
     // No free region anywhere: get a slab with the lock dropped.
     bin.mtx.unlock();
-    Edata* fresh = slab_alloc(binind);
+    Edata* fresh = slab_alloc(binind, shard);
     bin.mtx.lock();
     if (fresh == nullptr) break;
     if (bin.slabcur != nullptr && bin.slabcur->nfree > 0) {
@@ -150,7 +159,7 @@ unsigned Arena::fill_small(szind_t binind, void** out, unsigned n, uint64_t nreq
 }
 
 void Arena::dalloc_small(Edata* slab, szind_t binind, void* ptr) {
-  Bin& bin = bins[binind];
+  Bin& bin = this->bin(binind, slab->binshard);
   bool empty;
   {
     MutexGuard g(bin.mtx);
@@ -167,7 +176,7 @@ void Arena::dalloc_small(Edata* slab, szind_t binind, void* ptr) {
 
 void Arena::dalloc_small_batch(szind_t binind, void* const* ptrs, Edata* const* slabs, unsigned n,
                                bool merge_stats, uint64_t nrequests) {
-  Bin& bin = bins[binind];
+  Bin& bin = this->bin(binind, slabs[0]->binshard);
   // Emptied slabs are collected under the lock and returned after it, so page-allocator work
   // (possibly coalescing, possibly purging) never runs under a bin lock.
   Edata* empty_head = nullptr;
@@ -198,7 +207,7 @@ void Arena::dalloc_small_batch(szind_t binind, void* const* ptrs, Edata* const* 
 }
 
 void Arena::merge_small_tcache_stats(szind_t binind, uint64_t nrequests, bool flush) {
-  Bin& bin = bins[binind];
+  Bin& bin = thread_bin(binind);
   MutexGuard g(bin.mtx);
   bin.stats.nrequests += nrequests;
   if (flush) bin.stats.nflushes++;
@@ -313,7 +322,9 @@ bool Arena::ralloc_large_no_move(Edata* e, size_t usize_min, size_t usize_max, b
 void Arena::dirty_added() {
   // With dirty_decay_ms 0 freed pages are purged at once, skipping muzzy (jemalloc's deferred
   // work after a free); otherwise a background thread may need waking.
-  if (pac.decay_ms_get(ExtentState::kDirty) == 0) pac.decay_all(ExtentState::kDirty, /*fully=*/true);
+  if (pac.decay_ms_get(ExtentState::kDirty) == 0) {
+    pac.decay_all(ExtentState::kDirty, /*fully=*/true);
+  }
   background_thread_dirty_added(this);
 }
 
@@ -362,8 +373,8 @@ void Arena::reset() {
     pac.dalloc(e);
   }
   // Slabs: everything the bins own goes back at once.
-  for (szind_t i = 0; i < sc::kNBins; i++) {
-    Bin& bin = bins[i];
+  for (Bin* b = bins_begin(); b != bins_end(); b++) {
+    Bin& bin = *b;
     bin.mtx.lock();
     Edata* owned_head = nullptr;
     auto take = [&](Edata* s) {
@@ -413,19 +424,19 @@ void Arena::prefork(unsigned stage) {
     case 3: base_->prefork(); break;
     case 4: large_mtx_.prefork(); break;
     case 5:
-      for (Bin& b : bins) b.mtx.prefork();
+      for (Bin* b = bins_begin(); b != bins_end(); b++) b->mtx.prefork();
       break;
     default: break;
   }
 }
 void Arena::postfork_parent() {
-  for (Bin& b : bins) b.mtx.postfork_parent();
+  for (Bin* b = bins_begin(); b != bins_end(); b++) b->mtx.postfork_parent();
   large_mtx_.postfork_parent();
   pac.postfork_parent();
   base_->postfork_parent();
 }
 void Arena::postfork_child() {
-  for (Bin& b : bins) b.mtx.postfork_child();
+  for (Bin* b = bins_begin(); b != bins_end(); b++) b->mtx.postfork_child();
   large_mtx_.postfork_child();
   pac.postfork_child();
   base_->postfork_child();

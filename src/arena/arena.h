@@ -6,8 +6,10 @@
 // come back here. Decay (purging) of the arena's dirty/muzzy memory is driven by allocation
 // ticks, by explicit `arena.<i>.decay/purge`, or by a background thread.
 // Layer: arena. Callers: the thread layer (tcache fill/flush, non-cached paths), api, ctl.
-// Concurrency: one mutex per bin (kBin, leaf); `large_mtx` (kArenaLarge) for the manual-arena
-// list of large extents; the Pac's locks (see pac.h). Stats counters are relaxed atomics or are
+// Concurrency: one mutex per bin (kBin, leaf; a class has g_bin_geo[i].nshards bins: a thread
+// allocates from its own shard and frees into the shard the slab belongs to, Edata::binshard);
+// `large_mtx` (kArenaLarge) for the manual-arena list of large extents; the Pac's locks (see
+// pac.h). Stats counters are relaxed atomics or are
 // guarded by the bin lock; thread caches merge theirs through merge_*_tcache_stats. The Arena
 // lives in its own Base and is never freed (except on `arena.<i>.destroy` of a manual arena,
 // which also drops the Base).
@@ -23,6 +25,7 @@
 #include <cstdint>
 
 #include "arena/bin.h"
+#include "arena/bin_info.h"
 #include "extent/pac.h"
 #include "meta/base.h"
 #include "meta/sc.h"
@@ -54,9 +57,9 @@ class Arena {
   unsigned fill_small(szind_t binind, void** out, unsigned n, uint64_t nrequests);
   /// Free one region of `slab` (which belongs to this arena).
   void dalloc_small(Edata* slab, szind_t binind, void* ptr);
-  /// Free n regions of class `binind`, all from slabs of this arena (thread-cache flush); the
-  /// bin lock is taken once. With `merge_stats` (this is the flushing cache's own arena) it
-  /// also counts the flush and the cache's `nrequests`, under that same lock.
+  /// Free n regions of class `binind`, all from slabs of this arena and of one shard
+  /// (thread-cache flush); the bin lock is taken once. With `merge_stats` (this is the flushing
+  /// cache's own arena) it also counts the flush and the cache's `nrequests`, under that lock.
   void dalloc_small_batch(szind_t binind, void* const* ptrs, Edata* const* slabs, unsigned n,
                           bool merge_stats, uint64_t nrequests);
   /// A thread cache bound to this arena merges its counters of class `binind`: `nrequests`
@@ -99,7 +102,19 @@ class Arena {
 
   // ---- state ------------------------------------------------------------------------------
   Pac pac;
-  Bin bins[sc::kNBins];
+  /// Shard `shard` of class `binind`'s bins.
+  Bin& bin(szind_t binind, unsigned shard) {
+    return bins_[g_bin_geo[binind].shard_base + shard];
+  }
+  /// The calling thread's shard of class `binind`.
+  Bin& thread_bin(szind_t binind) { return bin(binind, t_bin_shards.shard[binind]); }
+  /// Every bin of every class (g_nbins_total of them).
+  Bin* bins_begin() { return bins_; }
+  Bin* bins_end() { return bins_ + g_nbins_total; }
+  /// Ticket for a thread binding here: picks its shards (bin_shards_bind).
+  unsigned next_binshard_ticket() {
+    return binshard_next_.fetch_add(1, std::memory_order_relaxed);
+  }
   LargeStats lstats[sc::kNLExtents];
   std::atomic<unsigned> nthreads[2] = {};  // [0] application threads, [1] internal
   Base* base() const { return base_; }
@@ -117,7 +132,7 @@ class Arena {
   void postfork_child();
 
  private:
-  Edata* slab_alloc(szind_t binind);
+  Edata* slab_alloc(szind_t binind, unsigned shard);
   /// Pages just went to the dirty cache (free, emptied slab, shrink).
   void dirty_added();
   void randomize_offset(Edata* e, size_t alignment);
@@ -125,6 +140,8 @@ class Arena {
   unsigned ind_ = 0;
   bool manual_ = false;
   Base* base_ = nullptr;
+  Bin* bins_ = nullptr;  // g_nbins_total bins, class by class (see bin())
+  std::atomic<unsigned> binshard_next_{0};
   uint64_t create_ns_ = 0;
   Mutex large_mtx_{LockRank::kArenaLarge, "arena_large"};
   EdataList large_;  // manual arenas only

@@ -118,11 +118,14 @@ Arena* arena_choose_auto() {
     Arena* fresh = init_locked(first_unused, nullptr, false);
     if (fresh != nullptr) best = fresh;
   }
-  if (best != nullptr) best->nthreads[0].fetch_add(1, std::memory_order_relaxed);
+  if (best != nullptr) arena_bind(best);
   return best;
 }
 
-void arena_bind(Arena* a) { a->nthreads[0].fetch_add(1, std::memory_order_relaxed); }
+void arena_bind(Arena* a) {
+  a->nthreads[0].fetch_add(1, std::memory_order_relaxed);
+  if (!t_bin_shards.assigned) bin_shards_bind(a->next_binshard_ticket());
+}
 void arena_unbind(Arena* a) { a->nthreads[0].fetch_sub(1, std::memory_order_relaxed); }
 
 Arena* arena_percpu() {

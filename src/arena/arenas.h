@@ -38,7 +38,8 @@ Arena* arena_get(unsigned ind, bool create);
 /// Bind a thread: the automatic arena with the fewest bound threads (creating unused slots
 /// first); increments its thread count. nullptr only on OOM.
 Arena* arena_choose_auto();
-/// Thread count bookkeeping for arena binding (thread.arena, thread exit).
+/// Thread count bookkeeping for arena binding (thread.arena, thread exit). A thread's first
+/// binding also picks its bin shards (bin_info.h).
 void arena_bind(Arena* a);
 void arena_unbind(Arena* a);
 /// percpu_arena: the automatic arena of the CPU the thread runs on (percpu: one per CPU;

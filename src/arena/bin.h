@@ -82,7 +82,7 @@ struct Bin {
   /// hands it back to the page allocator after unlocking).
   bool dalloc_locked(Edata* slab, szind_t binind, const void* ptr, bool track_full) {
     slab::reg_free(slab, slab::regind(slab, binind, ptr));
-    unsigned nregs = sc::kBinInfo[binind].nregs;
+    unsigned nregs = g_bin_geo[binind].nregs;
     if (slab->nfree == nregs) {
       detach(slab, nregs, track_full);
       stats.curslabs--;

@@ -1,8 +1,10 @@
 // slab.h: regions inside a slab.
 //
-// Purpose: a slab is an extent of LCM(page, region size) bytes carved into equal regions; its
-// Edata carries a bitmap (bit set = region in use) and the free count. These helpers find,
-// take and return regions, and turn a pointer into a region index without dividing.
+// Purpose: a slab is an extent of g_bin_geo[i].slab_size bytes (by default LCM(page, region
+// size), so nothing is left over; `slab_sizes` may leave a tail) carved into nregs equal
+// regions; its Edata carries a bitmap (bit set = region in use) and the free count. These
+// helpers find, take and return regions, and turn a pointer into a region index without
+// dividing.
 // Layer: arena. Callers: bin/arena code, under the owning bin's lock.
 // Invariants: nfree == nregs - popcount(bitmap); a region's pointer is slab base + i * size.
 // jemalloc mapping: arena_slab_reg_alloc(_batch), arena_slab_regind (div_info), slab_data_t.
@@ -11,31 +13,21 @@
 #include <bit>
 #include <cstdint>
 
+#include "arena/bin_info.h"
 #include "extent/edata.h"
-#include "meta/sc.h"
 
 namespace je::slab {
 
-/// Reciprocals for exact division by each small region size: for an offset that is a multiple
-/// of d (< 2^32), (offset * ceil(2^32 / d)) >> 32 == offset / d.
-inline constexpr auto kDivMagic = [] {
-  std::array<uint32_t, sc::kNBins> m{};
-  for (unsigned i = 0; i < sc::kNBins; i++) {
-    uint64_t d = sc::kBinInfo[i].reg_size;
-    m[i] = static_cast<uint32_t>(((uint64_t{1} << 32) + d - 1) / d);
-  }
-  return m;
-}();
-
+/// Region index without dividing: offset * ceil(2^32 / size) >> 32 (exact, see bin_info.cc).
 inline size_t regind(const Edata* slab, szind_t binind, const void* ptr) {
   uint64_t offset = addr_of(ptr) - slab->base_addr();
-  return static_cast<size_t>((offset * kDivMagic[binind]) >> 32);
+  return static_cast<size_t>((offset * g_bin_geo[binind].div_magic) >> 32);
 }
 
 /// Fresh slab: every region free.
 inline void init(Edata* slab, szind_t binind) {
   for (uint64_t& w : slab->slab_bitmap) w = 0;
-  slab->nfree = static_cast<uint16_t>(sc::kBinInfo[binind].nregs);
+  slab->nfree = static_cast<uint16_t>(g_bin_geo[binind].nregs);
 }
 
 /// Take the lowest free region (slab must have one; as in the batch version, the lowest clear
@@ -47,7 +39,7 @@ inline void* reg_alloc(Edata* slab, szind_t binind) {
       unsigned bit = static_cast<unsigned>(std::countr_one(word));
       slab->slab_bitmap[w] = word | (uint64_t{1} << bit);
       slab->nfree--;
-      return ptr_of(slab->base_addr() + (w * 64 + bit) * size_t{sc::kBinInfo[binind].reg_size});
+      return ptr_of(slab->base_addr() + (w * 64 + bit) * size_t{g_bin_geo[binind].reg_size});
     }
   }
 }
@@ -55,7 +47,7 @@ inline void* reg_alloc(Edata* slab, szind_t binind) {
 /// Take up to n regions into out[]; returns how many (min(n, nfree)).
 inline unsigned reg_alloc_batch(Edata* slab, szind_t binind, void** out, unsigned n) {
   unsigned take = n < slab->nfree ? n : slab->nfree;
-  const size_t reg_size = sc::kBinInfo[binind].reg_size;
+  const size_t reg_size = g_bin_geo[binind].reg_size;
   const uintptr_t base = slab->base_addr();
   unsigned got = 0;
   for (unsigned w = 0; got < take; w++) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "arena/bin_info.h"
 #include "meta/sc.h"
 #include "meta/sz.h"
 #include "os/sysinfo.h"
@@ -404,10 +405,7 @@ bool handle_slab_sizes(const Pair& p) {
     for (unsigned i = 0; i < sc::kNBins; i++) {
       const size_t reg = sc::kBinInfo[i].reg_size;
       if (reg < start || reg > end) continue;
-      const size_t min_pgs = (reg + config::kPage - 1) / config::kPage;
-      const size_t max_pgs = size_t{sc::kSlabMaxRegs} * reg / config::kPage;
-      const size_t pages = guess < min_pgs ? min_pgs : guess > max_pgs ? max_pgs : guess;
-      g_opt.slab_sizes[i] = static_cast<uint16_t>(pages);
+      g_opt.slab_sizes[i] = static_cast<uint16_t>(bin_slab_pages_clamp(i, guess));
     }
   } while (left > 0);
   return true;

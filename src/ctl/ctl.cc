@@ -277,25 +277,25 @@ int node_arenas_nhbins(Req& r) {
 
 int node_arenas_bin_size(Req& r) {
   if (int e = readonly(r)) return e;
-  size_t v = sc::kBinInfo[r.mib[2]].reg_size;
+  size_t v = g_bin_geo[r.mib[2]].reg_size;
   return read_out(r, v);
 }
 
 int node_arenas_bin_nregs(Req& r) {
   if (int e = readonly(r)) return e;
-  uint32_t v = sc::kBinInfo[r.mib[2]].nregs;
+  uint32_t v = g_bin_geo[r.mib[2]].nregs;
   return read_out(r, v);
 }
 
 int node_arenas_bin_slab_size(Req& r) {
   if (int e = readonly(r)) return e;
-  size_t v = sc::kBinInfo[r.mib[2]].slab_size;
+  size_t v = g_bin_geo[r.mib[2]].slab_size;
   return read_out(r, v);
 }
 
 int node_arenas_bin_nshards(Req& r) {
   if (int e = readonly(r)) return e;
-  uint32_t v = sc::kBinInfo[r.mib[2]].n_shards;
+  uint32_t v = g_bin_geo[r.mib[2]].nshards;
   return read_out(r, v);
 }
 

@@ -125,22 +125,24 @@ void fill(ArenaSnap* s, Arena* a, uint64_t now) {
   s->mutexes[kMtxTcacheList] = tcaches_mutex_stats();
 
   for (unsigned i = 0; i < sc::kNBins; i++) {
-    Bin& bin = a->bins[i];
     BinSnap& b = s->bins[i];
-    {
+    b = BinSnap{};
+    // A class's shards report as one bin (5.3.0 merges them the same way).
+    for (unsigned shard = 0; shard < g_bin_geo[i].nshards; shard++) {
+      Bin& bin = a->bin(i, shard);
       MutexGuard g(bin.mtx);
       const BinStats& st = bin.stats;
-      b.nmalloc = st.nmalloc;
-      b.ndalloc = st.ndalloc;
-      b.nrequests = st.nrequests;
-      b.curregs = st.curregs;
-      b.nfills = st.nfills;
-      b.nflushes = st.nflushes;
-      b.nslabs = st.nslabs;
-      b.nreslabs = st.reslabs;
-      b.curslabs = st.curslabs;
-      b.nonfull_slabs = st.nonfull_slabs;
-      b.mutex = bin.mtx.stats();
+      b.nmalloc += st.nmalloc;
+      b.ndalloc += st.ndalloc;
+      b.nrequests += st.nrequests;
+      b.curregs += st.curregs;
+      b.nfills += st.nfills;
+      b.nflushes += st.nflushes;
+      b.nslabs += st.nslabs;
+      b.nreslabs += st.reslabs;
+      b.curslabs += st.curslabs;
+      b.nonfull_slabs += st.nonfull_slabs;
+      mutex_stats_merge(&b.mutex, bin.mtx.stats());
     }
     s->small_allocated += b.curregs * sz::index2size(i);
     s->small_nmalloc += b.nmalloc;
@@ -376,9 +378,9 @@ void stats_mutexes_reset() {
       MutexGuard g(*m);
       m->reset_stats();
     }
-    for (Bin& b : a->bins) {
-      MutexGuard g(b.mtx);
-      b.mtx.reset_stats();
+    for (Bin* b = a->bins_begin(); b != a->bins_end(); b++) {
+      MutexGuard g(b->mtx);
+      b->mtx.reset_stats();
     }
   }
 }

@@ -296,7 +296,7 @@ template <> struct OptStorage<OptKind::kNotBuilt> {
     "Automatic arenas per CPU when narenas is not set (fixed point).") \
   X(bin_shards, BinShards, (opt_filled<uint8_t, kOptNBins>(1)), \
     (opt_urange(1, kOptBinShardsMax, kOptCheckMin | kOptCheckMax)), kOptParse, \
-    "parsed and validated; applied by bin boot", \
+    "supported (bin boot; arenas.bin.<j>.nshards)", \
     "Shards per small bin, as size ranges: \"lo-hi:n|lo-hi:n\".") \
   X(mutex_max_spin, Int64, 600, (opt_srange(-1, INT64_MAX, kOptCheckMin)), kOptBoth, "supported", \
     "Spins before a contended mutex blocks; -1 spins forever.") \
@@ -399,7 +399,7 @@ template <> struct OptStorage<OptKind::kNotBuilt> {
     (opt_urange(0, kOptHugepage / kOptPage, kOptCheckMin | kOptCheckMax | kOptClip)), kOptBoth, \
     "accepted and reported; no SEC", "Extra extents a SEC miss allocates.") \
   X(slab_sizes, SlabPages, (opt_filled<uint16_t, kOptNBins>(0)), (opt_any(kOptDefaultKeyword)), \
-    kOptParse, "parsed and validated; applied by bin boot", \
+    kOptParse, "supported (bin boot; arenas.bin.<j>.slab_size)", \
     "Slab pages per small bin, as size ranges: \"lo-hi:pages|...\"; 0 = default geometry.") \
   X(thp, Choice, (opt_pick(kThpNames, "default")), (opt_choice(kThpNames, kOptValuePrefix)), \
     kOptBoth, "supported", "Transparent huge pages for user memory: default, always or never.") \

@@ -31,7 +31,7 @@ unsigned small_slots(szind_t binind) {
   if (lo < 2) lo = 2;
   if (hi < 2) hi = 2;
   if (lo > hi) lo = hi;
-  unsigned nregs = sc::kBinInfo[binind].nregs;
+  unsigned nregs = g_bin_geo[binind].nregs;
   int64_t mul = g_opt.lg_tcache_nslots_mul;
   unsigned candidate = mul < 0 ? nregs >> (-mul) : nregs << mul;
   if (candidate % 2 != 0) candidate++;
@@ -186,16 +186,17 @@ void tcache_flush_small(Tcache* t, szind_t binind, unsigned rem) {
       ptrs[i] = items[done + i];
       slabs[i] = g_emap.lookup(ptrs[i]);
     }
-    // Group by owning arena: one bin lock per arena per chunk.
+    // Group by owning bin (arena and shard): one bin lock per bin per chunk.
     unsigned left = cnt;
     while (left > 0) {
       unsigned ind = slabs[0]->arena_ind;
+      unsigned shard = slabs[0]->binshard;
       void* batch_p[kFlushChunk];
       Edata* batch_s[kFlushChunk];
       unsigned nb = 0;
       unsigned keep = 0;
       for (unsigned i = 0; i < left; i++) {
-        if (slabs[i]->arena_ind == ind) {
+        if (slabs[i]->arena_ind == ind && slabs[i]->binshard == shard) {
           batch_p[nb] = ptrs[i];
           batch_s[nb++] = slabs[i];
         } else {

@@ -45,7 +45,8 @@ progs=${*:-$integ_progs}
 # MALLOC_CONF variants; "-" is the default configuration.  A variant with an
 # option only we have is listed in ours_only too.
 variants="- tcache:false narenas:1 dirty_decay_ms:0,muzzy_decay_ms:0 \
-dirty_decay_ms:-1,muzzy_decay_ms:-1 bounded_coalesce:false"
+dirty_decay_ms:-1,muzzy_decay_ms:-1 bin_shards:0-14336:4|20-100:2,slab_sizes:0-4096:1 \
+bounded_coalesce:false"
 ours_only="bounded_coalesce:false"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/jeinteg.XXXXXX") || exit 99

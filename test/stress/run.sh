@@ -8,6 +8,9 @@
 # Environment: LIB; STRESS_LONG=1 for the long form (what `make stress`
 # runs); STRESS_SCALE=n for n times the short form's work; RUN_TIMEOUT
 # (seconds per program; default 60, 600 for the long form); VERBOSE=1.
+# The cross-thread programs also run a second time with sharded bins and
+# non-default slabs (SHARDED below): threads then allocate from different
+# bins of one arena and free into each other's, the path bin_shards adds.
 # Exit status: 0 when every program passed or skipped, 1 otherwise.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,10 +49,24 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 timeout_cmd=
 command -v timeout >/dev/null 2>&1 && timeout_cmd="timeout -k 5 $RUN_TIMEOUT"
 
-npass=0 nfail=0 nskip=0
+SHARDED="bin_shards:0-14336:8,slab_sizes:0-4096:3,narenas:2"
+runs=
 for p in $progs; do
+  runs="$runs $p"
+  case $p in
+    xthread_test|thread_churn_test|fork_test) runs="$runs $p@$SHARDED" ;;
+  esac
+done
+
+npass=0 nfail=0 nskip=0
+for run in $runs; do
+  p=${run%%@*}
+  conf=
+  [ "$p" != "$run" ] && conf=${run#*@}
+  label=$p
+  [ -n "$conf" ] && label="$p [$conf]"
   if [ ! -x "$bindir/$p" ]; then
-    echo "FAIL: $p (not built: $bindir/$p)"
+    echo "FAIL: $label (not built: $bindir/$p)"
     nfail=$((nfail + 1))
     continue
   fi
@@ -59,16 +76,17 @@ for p in $progs; do
     JT_EXPECT_LIB=$LIB
     export JT_EXPECT_LIB
     unset MALLOC_CONF
+    if [ -n "$conf" ]; then MALLOC_CONF=$conf; export MALLOC_CONF; fi
     exec $timeout_cmd "$bindir/$p"
   ) >"$tmp/log" 2>&1
   rc=$?
   secs=$(( $(date +%s) - start ))
   case $rc in
-    0) echo "PASS: $p (${secs}s)"; npass=$((npass + 1)) ;;
-    77) echo "SKIP: $p"; nskip=$((nskip + 1)) ;;
+    0) echo "PASS: $label (${secs}s)"; npass=$((npass + 1)) ;;
+    77) echo "SKIP: $label"; nskip=$((nskip + 1)) ;;
     *)
       [ $rc = 124 ] || [ $rc = 137 ] && echo "(timed out after ${RUN_TIMEOUT}s)" >>"$tmp/log"
-      echo "FAIL: $p (exit status $rc, ${secs}s)"
+      echo "FAIL: $label (exit status $rc, ${secs}s)"
       nfail=$((nfail + 1))
       ;;
   esac
