@@ -62,6 +62,24 @@ MutexStats read_mutex(Mutex& m) {
 }
 
 /// Reads one arena into its snapshot slot.
+/// Adds one bin's counters to `d` (a class's shards, or arenas into the merged view); the
+/// current-state gauges only when `current` (a destroyed arena's are history).
+void bin_snap_add(BinSnap* d, const BinSnap& s, bool current) {
+  d->nmalloc += s.nmalloc;
+  d->ndalloc += s.ndalloc;
+  d->nrequests += s.nrequests;
+  d->nfills += s.nfills;
+  d->nflushes += s.nflushes;
+  d->nslabs += s.nslabs;
+  d->nreslabs += s.nreslabs;
+  if (current) {
+    d->curregs += s.curregs;
+    d->curslabs += s.curslabs;
+    d->nonfull_slabs += s.nonfull_slabs;
+  }
+  mutex_stats_merge(&d->mutex, s.mutex);
+}
+
 void fill(ArenaSnap* s, Arena* a, uint64_t now) {
   clear(s, false);
   Pac& pac = a->pac;
@@ -132,17 +150,10 @@ void fill(ArenaSnap* s, Arena* a, uint64_t now) {
       Bin& bin = a->bin(i, shard);
       MutexGuard g(bin.mtx);
       const BinStats& st = bin.stats;
-      b.nmalloc += st.nmalloc;
-      b.ndalloc += st.ndalloc;
-      b.nrequests += st.nrequests;
-      b.curregs += st.curregs;
-      b.nfills += st.nfills;
-      b.nflushes += st.nflushes;
-      b.nslabs += st.nslabs;
-      b.nreslabs += st.reslabs;
-      b.curslabs += st.curslabs;
-      b.nonfull_slabs += st.nonfull_slabs;
-      mutex_stats_merge(&b.mutex, bin.mtx.stats());
+      bin_snap_add(&b, BinSnap{st.nmalloc, st.ndalloc, st.nrequests, st.curregs, st.nfills,
+                               st.nflushes, st.nslabs, st.reslabs, st.curslabs,
+                               st.nonfull_slabs, bin.mtx.stats()},
+                   /*current=*/true);
     }
     s->small_allocated += b.curregs * sz::index2size(i);
     s->small_nmalloc += b.nmalloc;
@@ -238,23 +249,7 @@ void merge(ArenaSnap* d, const ArenaSnap* s, bool destroyed) {
     mutex_stats_merge(&d->mutexes[m], s->mutexes[m]);
   }
 
-  for (unsigned i = 0; i < sc::kNBins; i++) {
-    BinSnap& db = d->bins[i];
-    const BinSnap& sb = s->bins[i];
-    db.nmalloc += sb.nmalloc;
-    db.ndalloc += sb.ndalloc;
-    db.nrequests += sb.nrequests;
-    db.nfills += sb.nfills;
-    db.nflushes += sb.nflushes;
-    db.nslabs += sb.nslabs;
-    db.nreslabs += sb.nreslabs;
-    if (!destroyed) {
-      db.curregs += sb.curregs;
-      db.curslabs += sb.curslabs;
-      db.nonfull_slabs += sb.nonfull_slabs;
-    }
-    mutex_stats_merge(&db.mutex, sb.mutex);
-  }
+  for (unsigned i = 0; i < sc::kNBins; i++) bin_snap_add(&d->bins[i], s->bins[i], !destroyed);
   for (unsigned i = 0; i < sc::kNLExtents; i++) {
     LextentSnap& dl = d->lextents[i];
     const LextentSnap& sl = s->lextents[i];
