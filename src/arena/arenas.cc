@@ -25,6 +25,10 @@ constinit size_t g_oversize_threshold = 0;
 constinit std::atomic<int64_t> g_dirty_default{10000};
 constinit std::atomic<int64_t> g_muzzy_default{0};
 constinit bool g_destroyed[kMaxArenas] = {};
+// Destroyed manual indices, most recent last: arenas.create reuses the most recently destroyed
+// one first (5.3.0 keeps them on a list and takes its tail).
+constinit unsigned g_destroyed_stack[kMaxArenas] = {};
+constinit unsigned g_ndestroyed = 0;
 constinit Mutex g_arenas_mtx{LockRank::kArenas, "arenas"};
 
 // Creates the arena at `ind` unless present; caller holds g_arenas_mtx.
@@ -159,16 +163,22 @@ bool arena_create_manual(extent_hooks_t* hooks, unsigned* ind_out) {
   MutexGuard g(g_arenas_mtx);
   unsigned first_manual = g_narenas_auto + (g_huge_enabled ? 1 : 0);
   unsigned ind = g_narenas_total.load(std::memory_order_relaxed);
-  // Reuse the lowest destroyed index, as jemalloc does.
-  for (unsigned i = first_manual; i < ind; i++) {
-    if (g_destroyed[i] && g_arenas[i].load(std::memory_order_relaxed) == nullptr) {
-      ind = i;
+  unsigned reused = kMaxArenas;
+  while (g_ndestroyed > 0) {
+    const unsigned i = g_destroyed_stack[--g_ndestroyed];
+    if (i >= first_manual && g_destroyed[i] &&
+        g_arenas[i].load(std::memory_order_relaxed) == nullptr) {
+      reused = i;
       break;
     }
   }
+  if (reused != kMaxArenas) ind = reused;
   if (ind >= kMaxArenas) return false;
   Arena* a = init_locked(ind, hooks, true);
-  if (a == nullptr) return false;
+  if (a == nullptr) {
+    if (reused != kMaxArenas) g_destroyed_stack[g_ndestroyed++] = reused;  // still free
+    return false;
+  }
   *ind_out = ind;
   return true;
 }
@@ -182,6 +192,14 @@ bool arena_destroy_manual(unsigned ind) {
   }
   g_arenas[ind].store(nullptr, std::memory_order_release);
   g_destroyed[ind] = true;
+  // Entries stay unique (an index recreated by another path may have left a stale one), so the
+  // stack never outgrows kMaxArenas.
+  unsigned kept = 0;
+  for (unsigned k = 0; k < g_ndestroyed; k++) {
+    if (g_destroyed_stack[k] != ind) g_destroyed_stack[kept++] = g_destroyed_stack[k];
+  }
+  g_ndestroyed = kept;
+  g_destroyed_stack[g_ndestroyed++] = ind;
   a->destroy();
   return true;
 }

@@ -17,6 +17,10 @@ namespace {
 constinit Mutex g_tcaches_mtx{LockRank::kTcaches, "tcaches"};
 constinit IntrusiveList<TcacheSlow, &TcacheSlow::link> g_live;
 constinit Tcache* g_explicit[kTcachesMax] = {};
+// Indices of destroyed explicit caches, most recent last, and the first never-used index.
+constinit unsigned g_avail[kTcachesMax] = {};
+constinit unsigned g_navail = 0;
+constinit unsigned g_past = 0;
 
 /// Slots per bin are bounded by the 16-bit position encoding of CacheBin.
 constexpr unsigned kNcachedMaxLimit = (1u << 16) / sizeof(void*) - 1;
@@ -317,13 +321,18 @@ bool tcaches_create(Arena* arena, unsigned* ind) {
     return false;
   }
   {
+    // The most recently destroyed index first, then a never-used one (5.3.0's free list).
     MutexGuard guard(g_tcaches_mtx);
-    for (unsigned i = 0; i < kTcachesMax; i++) {
-      if (g_explicit[i] == nullptr) {
-        g_explicit[i] = t;
-        *ind = i;
-        return true;
-      }
+    unsigned i = kTcachesMax;
+    if (g_navail > 0) {
+      i = g_avail[--g_navail];
+    } else if (g_past < kTcachesMax) {
+      i = g_past++;
+    }
+    if (i != kTcachesMax) {
+      g_explicit[i] = t;
+      *ind = i;
+      return true;
     }
   }
   tcache_destroy(t);
@@ -351,6 +360,7 @@ bool tcaches_destroy(unsigned ind) {
     if (ind >= kTcachesMax || g_explicit[ind] == nullptr) return false;
     t = g_explicit[ind];
     g_explicit[ind] = nullptr;
+    g_avail[g_navail++] = ind;
   }
   tcache_destroy(t);
   internal_free(t);

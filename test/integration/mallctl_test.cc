@@ -209,6 +209,15 @@ TEST(arena_destroy) {
   ASSERT_NOT_NULL(p);
   EXPECT_EQ(lookup_arena(p), b);
   dallocx(p, MALLOCX_TCACHE_NONE);
+  // With several destroyed, the most recently destroyed index comes back first.
+  unsigned c = create_arena();
+  ASSERT_NE(c, UINT_MAX);
+  EXPECT_EQ(action(jt::ctl_name(name, "arena.%u.destroy", b)), 0);
+  EXPECT_EQ(action(jt::ctl_name(name, "arena.%u.destroy", c)), 0);
+  EXPECT_EQ(create_arena(), c);
+  EXPECT_EQ(create_arena(), b);
+  EXPECT_EQ(action(jt::ctl_name(name, "arena.%u.destroy", b)), 0);
+  EXPECT_EQ(action(jt::ctl_name(name, "arena.%u.destroy", c)), 0);
 }
 
 TEST(thread_arena) {
@@ -401,11 +410,14 @@ TEST(tcache_create_flush_destroy) {
   EXPECT_EQ(mallctl("tcache.destroy", nullptr, nullptr, &tc2, sizeof(tc2)), 0);
   // Flushing a destroyed index is a harmless no-op in 5.3.0.
   EXPECT_EQ(mallctl("tcache.flush", nullptr, nullptr, &tc, sizeof(tc)), 0);
-  // The index of a destroyed tcache is reused.
-  unsigned tc3 = UINT_MAX;
+  // Destroyed indices are reused, the most recently destroyed first (5.3.0's free list).
+  unsigned tc3 = UINT_MAX, tc4 = UINT_MAX;
   ASSERT_EQ(jt::ctl_get("tcache.create", &tc3), 0);
-  EXPECT_TRUE(tc3 == tc || tc3 == tc2);
+  ASSERT_EQ(jt::ctl_get("tcache.create", &tc4), 0);
+  EXPECT_EQ(tc3, tc2);
+  EXPECT_EQ(tc4, tc);
   EXPECT_EQ(mallctl("tcache.destroy", nullptr, nullptr, &tc3, sizeof(tc3)), 0);
+  EXPECT_EQ(mallctl("tcache.destroy", nullptr, nullptr, &tc4, sizeof(tc4)), 0);
   // tcache.flush/destroy are write-only.
   unsigned out = 0;
   size_t len = sizeof(out);
