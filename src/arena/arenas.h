@@ -53,8 +53,9 @@ size_t arenas_oversize_threshold();
 bool arenas_huge_enabled();
 unsigned arenas_huge_ind();
 
-/// arenas.create: a new manual arena (optionally with user extent hooks). False on OOM or when
-/// the index space is exhausted.
+/// arenas.create: a new manual arena (optionally with user extent hooks), at the most recently
+/// destroyed manual index if any, else the next unused one. False on OOM or when the index
+/// space is exhausted.
 bool arena_create_manual(extent_hooks_t* hooks, unsigned* ind_out);
 /// arena.<i>.destroy: only manual arenas with no bound threads. False if not allowed.
 bool arena_destroy_manual(unsigned ind);
