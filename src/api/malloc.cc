@@ -63,7 +63,8 @@ JE_EXPORT void* calloc(size_t num, size_t size) noexcept {
   }
   if (JE_LIKELY(total <= sc::kLookupMaxClass)) {
     void* p = malloc_fast(total);
-    if (JE_LIKELY(p != nullptr)) std::memset(p, 0, total);
+    // The whole usable size, as 5.3.0 does: malloc_usable_size() users see zeros too.
+    if (JE_LIKELY(p != nullptr)) std::memset(p, 0, sz::s2u(total));
     return p;
   }
   // Large: fresh or purged extents are already zero, so let the page allocator decide.

@@ -97,6 +97,26 @@ TEST(calloc_zeroes) {
   }
 }
 
+// 5.3.0 clears the whole usable size of a small calloc, not only nmemb * size: a program that
+// sizes its buffer with malloc_usable_size() sees zeros up to the end.
+TEST(calloc_zeroes_usable_tail) {
+  static const size_t sizes[] = {1, 141, 150, 1000, 3000};
+  for (size_t n : sizes) {
+    const size_t usable = nallocx(n, 0);
+    for (int i = 0; i < 8; i++) {
+      void *d = malloc(usable);
+      ASSERT_NOT_NULL(d);
+      std::memset(d, 0xff, usable);
+      free(d);
+    }
+    unsigned char *p = static_cast<unsigned char *>(calloc(1, n));
+    ASSERT_NOT_NULL(p);
+    EXPECT_EQ(malloc_usable_size(p), usable);
+    EXPECT_EQ(jt::first_nonzero(p, usable), usable);
+    free(p);
+  }
+}
+
 TEST(calloc_zero_sizes) {
   void *a = calloc(0, 10);
   void *b = calloc(10, 0);
