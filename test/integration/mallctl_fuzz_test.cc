@@ -10,11 +10,11 @@
 //
 // `PROGRAM --record` runs the stream and prints one line per call (the call, the return code,
 // the resulting *oldlenp; never values, which legitimately differ), then a post-check. The test
-// runs the stream in-process, then itself with --record and MALLOC_CONF unset under LD_PRELOAD
-// of its own library (dladdr) and of Debian's 5.3.0 (REF_LIB overrides; empty turns this off),
-// and compares the outputs line by line; kDocumented excludes what doc/compat.md documents,
-// kKnownBugs our known bugs. Under the reference or without it only the in-process part runs;
-// under run.sh's non-default MALLOC_CONF variants the program skips (77).
+// runs the stream in-process, then compares the records of this library and of Debian's 5.3.0
+// line by line (differential.h: children under LD_PRELOAD, MALLOC_CONF unset; REF_LIB
+// overrides the reference, empty turns this off); kDocumented excludes what doc/compat.md
+// documents, kKnownBugs our known bugs. Under the reference or without it only the in-process
+// part runs; under run.sh's non-default MALLOC_CONF variants the program skips (77).
 //
 // 5.3.0 must survive the stream, so it never: writes a pointer (extent hooks, arenas.create's
 // hooks; dss gets only static strings), writes background_thread / max_background_threads,
@@ -23,12 +23,9 @@
 // UINT_MAX included), looks up a pointer the allocator did not return, calls tcache.create /
 // arenas.create / experimental.* without oldlenp, or passes a MIB going on past a leaf.
 #include <algorithm>
-#include <signal.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 
-#define JT_NO_MAIN
-#include "harness.h"
+#include "differential.h"
 
 #ifndef JT_DATA_DIR
 #define JT_DATA_DIR "test/integration/data"
@@ -36,27 +33,17 @@
 
 namespace {
 
+using jt::diff::finish;
+using jt::diff::put;
+using jt::diff::put_escaped;
+using jt::diff::Rng;  // each call has its own: a call that goes differently in one library does
+                      // not shift the rest of the stream
+
 constexpr uint64_t kSeed = 0x6d616c6c63746cull;
 constexpr int kCalls = 10000;
 constexpr unsigned kAll = 4096, kDestroyed = 4097;  // MALLCTL_ARENAS_ALL / _DESTROYED
 constexpr int kMaxMade = 6;  // arenas and explicit tcaches the stream creates, at most
 constexpr size_t kMaxComp = 8;
-
-// splitmix64. Each call has its own generator: a call that goes differently in one library
-// does not shift the rest of the stream.
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  uint64_t below(uint64_t n) { return n ? next() % n : 0; }
-  bool chance(unsigned pct) { return below(100) < pct; }
-  template <class T, size_t N>
-  T pick(const T (&a)[N]) { return a[below(N)]; }
-};
 
 // --- The name templates, and how the stream may call each leaf.
 // A leaf not in kClasses is read-only in 5.3.0 (READONLY comes first: any new value is EPERM
@@ -149,7 +136,7 @@ bool names_leaf(const char *s) {
   return mallctlnametomib(s, mib, &n) == 0 && match_mib(mib, n) >= 0;
 }
 
-// --- Per-process state: guard pages, what the stream created, the output line.
+// --- Per-process state: guard pages, what the stream created.
 struct State {
   unsigned char *old_end, *new_page, *new_end, *mib_end;  // each followed by PROT_NONE
   size_t page;
@@ -158,49 +145,12 @@ struct State {
   bool tc_alive[kMaxMade];
   int narenas_made, ntc, would_arenas, would_tc;
   void *blocks[4], *lookups[5];  // allocations arenas.lookup is asked about, and the pointers
-  FILE *out;                      // the record stream, or null (in-process run)
-  int failures;
-  char line[2048];
 } g;
 constexpr const char *kLookupNames[] = {"small", "medium", "medium+8", "large", "huge"};
-char g_crash_ctx[2050];  // the call in progress, for the crash report
-
-void on_crash(int sig) {  // installed with SA_RESETHAND: raise() takes the default action
-  std::strcat(g_crash_ctx, "\n");
-  (void)!write(1, "CRASH during: ", 14);
-  (void)!write(1, g_crash_ctx, std::strlen(g_crash_ctx));
-  raise(sig);
-}
-
 unsigned narenas_now() {
   unsigned n = 0;
   size_t len = sizeof(n);
   return mallctl("arenas.narenas", &n, &len, nullptr, 0) == 0 ? n : 0;
-}
-
-void put(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void put(const char *fmt, ...) {
-  size_t o = std::strlen(g.line);
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(g.line + o, sizeof(g.line) - o, fmt, ap);
-  va_end(ap);
-}
-
-// Ends the current line: prints it (record mode), or reports it when it shows a failure.
-void finish(bool bad) {
-  g.failures += bad;
-  if (g.out != nullptr) std::fprintf(g.out, "%s\n", g.line);
-  else if (bad) FAIL_MSG("%s", g.line);
-  g.line[0] = '\0';
-}
-
-void put_escaped(const char *s) {
-  put("\"");
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    put(*p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\' ? "\\x%02x" : "%c", *p);
-  }
-  put("\"");
 }
 
 // Loads, translates and probes the templates, maps the guard pages, allocates the blocks
@@ -413,7 +363,7 @@ struct Result {
 // canaries, appends the result to the line.
 template <class F>
 Result exec(const Call &c, F &&fn) {
-  std::snprintf(g_crash_ctx, sizeof(g_crash_ctx), "%s", g.line);
+  jt::diff::mark();
   size_t len = c.oldlen, room = c.oldlenp_null ? 0 : c.oldlen;
   unsigned char *oldp = c.oldp_null ? nullptr : g.old_end - room;
   if (oldp) std::memset(oldp, 0xa5, room);
@@ -550,7 +500,7 @@ void op_name(Rng &r, int seq, bool n2m) {
     size_t *mib = reinterpret_cast<size_t *>(g.mib_end) - in;
     for (size_t i = 0; i < in; i++) mib[i] = 0xa5a5a5a5a5a5a5a5ull;
     put(" miblen=%zu", in);
-    std::snprintf(g_crash_ctx, sizeof(g_crash_ctx), "%s", g.line);
+    jt::diff::mark();
     int rc = mallctlnametomib(name, mib, &n);
     put(" -> rc=%d miblen=%zu%s", rc, n, rc == 0 && n <= in ? " mib=" : "");
     for (size_t i = 0; rc == 0 && i < n && n <= in; i++) put(i ? ",%zu" : "%zu", mib[i]);
@@ -594,7 +544,7 @@ void op_bymib(Rng &r, int seq, bool mangle) {
     if (match_mib(mib, k) >= 0) past = len, len = k;
   }
   int leaf = match_mib(mib, len);
-  bool overlong = past != 0 && g.out == nullptr && !jt::is_reference();
+  bool overlong = past != 0 && jt::diff::g_out == nullptr && !jt::is_reference();
   Call c;
   if (leaf >= 0) {
     const Tmpl &t = g_t[leaf];
@@ -692,223 +642,73 @@ void post_check() {
 
 // The whole stream; lines go to out (null: checks only). Returns false on a failure.
 bool run_stream(FILE *out) {
+  jt::diff::begin(out);
   if (!setup()) {
     FAIL_MSG("setup failed (name list in %s, mmap)", JT_DATA_DIR);
     return false;
   }
-  g.out = out;
   int nmib = 0;
   for (int k = 0; k < g_nt; k++) nmib += g_t[k].mib_ok;
   put("setup setup setup | narenas=%u nbins=%u nlextents=%u names=%d translated=%d", g.n0,
       g.nbins, g.nlext, g_nt, nmib);
   finish(false);
-  struct sigaction sa {}, old[3];
-  sa.sa_handler = on_crash;
-  sa.sa_flags = SA_RESETHAND;
-  const int sigs[] = {SIGSEGV, SIGBUS, SIGABRT};
-  for (int i = 0; i < 3; i++) sigaction(sigs[i], &sa, &old[i]);
+  jt::diff::CrashReport crash_report;
   for (int i = 0; i < kCalls; i++) {
     Rng r{kSeed * 1000003 + (uint64_t)i};
     unsigned op = (unsigned)r.below(100);
     if (op < 70) op_name(r, i, op >= 55);
     else op_bymib(r, i, op >= 85);
   }
-  std::snprintf(g_crash_ctx, sizeof(g_crash_ctx), "the post-check");
+  jt::diff::mark("the post-check");
   post_check();
-  for (int i = 0; i < 3; i++) sigaction(sigs[i], &old[i], nullptr);
-  return g.failures == 0;
+  return jt::diff::g_failures == 0;
 }
 
 // --- The comparison.
-// glob: on the canonical name (a line's third field); args: a substring either line must also
-// contain (or null); n2m: whether it also excuses mallctlnametomib lines.
-struct Excl { const char *glob, *args; bool n2m; const char *why; };
+// Entries are differential.h's: glob on the canonical name (a line's third field), args, unless
+// (kNoN2m: not for mallctlnametomib lines), why.
+using jt::diff::Excl;
+constexpr const char *kNoN2m = " n2m ";
 
 // Documented differences (doc/compat.md#<anchor>): a differing line whose canonical name
 // matches is not a failure. Names answering ENOENT here still translate with
 // mallctlnametomib, as in 5.3.0, so only the index bounds excuse translation lines.
 constexpr Excl kDocumented[] = {
     // compat.md#no-profiling: prof.*, thread.prof.*, opt.prof*, opt.lg_prof_* answer ENOENT.
-    {"prof.*", nullptr, false, "no-profiling"},
-    {"thread.prof.*", nullptr, false, "no-profiling"},
-    {"opt.prof*", nullptr, false, "no-profiling"},
-    {"opt.lg_prof_*", nullptr, false, "no-profiling"},
+    {"prof.*", nullptr, kNoN2m, "no-profiling"},
+    {"thread.prof.*", nullptr, kNoN2m, "no-profiling"},
+    {"opt.prof*", nullptr, kNoN2m, "no-profiling"},
+    {"opt.lg_prof_*", nullptr, kNoN2m, "no-profiling"},
     // compat.md#mallctl-unavailable: experimental.* and three opt.* answer ENOENT.
-    {"experimental.*", nullptr, false, "mallctl-unavailable"},
-    {"opt.utrace", nullptr, false, "mallctl-unavailable"},
-    {"opt.xmalloc", nullptr, false, "mallctl-unavailable"},
-    {"opt.lg_san_uaf_align", nullptr, false, "mallctl-unavailable"},
+    {"experimental.*", nullptr, kNoN2m, "mallctl-unavailable"},
+    {"opt.utrace", nullptr, kNoN2m, "mallctl-unavailable"},
+    {"opt.xmalloc", nullptr, kNoN2m, "mallctl-unavailable"},
+    {"opt.lg_san_uaf_align", nullptr, kNoN2m, "mallctl-unavailable"},
     // compat.md#dss-disabled: asking for sbrk is EFAULT (before a wrong *oldlenp is noticed,
     // as in a 5.3.0 build without dss).
-    {"arena.*.dss", "new=dss:\"primary\"", false, "dss-disabled"},
-    {"arena.*.dss", "new=dss:\"secondary\"", false, "dss-disabled"},
+    {"arena.*.dss", "new=dss:\"primary\"", kNoN2m, "dss-disabled"},
+    {"arena.*.dss", "new=dss:\"secondary\"", kNoN2m, "dss-disabled"},
     // compat.md#mallctl-index-bounds: index nbins (36) and nlextents (196) are ENOENT.
-    {"arenas.bin.36.*", nullptr, true, "mallctl-index-bounds"},
-    {"stats.arenas.*.bins.36.*", nullptr, true, "mallctl-index-bounds"},
-    {"arenas.lextent.196.*", nullptr, true, "mallctl-index-bounds"},
-    {"stats.arenas.*.lextents.196.*", nullptr, true, "mallctl-index-bounds"},
+    {"arenas.bin.36.*", nullptr, nullptr, "mallctl-index-bounds"},
+    {"stats.arenas.*.bins.36.*", nullptr, nullptr, "mallctl-index-bounds"},
+    {"arenas.lextent.196.*", nullptr, nullptr, "mallctl-index-bounds"},
+    {"stats.arenas.*.lextents.196.*", nullptr, nullptr, "mallctl-index-bounds"},
 };
 
 // KNOWN BUGS of this library: differences from 5.3.0 that doc/compat.md does not document.
 // Each entry is a bug to fix in src/; delete the entry with the fix. The null entry only keeps
 // the array non-empty.
 constexpr Excl kKnownBugs[] = {
-    {nullptr, nullptr, false, nullptr},
+    {nullptr, nullptr, nullptr, nullptr},
 };
-
-bool glob(const char *p, const char *s) {
-  if (*p == '\0') return *s == '\0';
-  if (*p == '*') return glob(p + 1, s) || (*s != '\0' && glob(p, s + 1));
-  return *s == *p && glob(p + 1, s + 1);
-}
-
-// The entry of tab that excuses the differing lines a and b, or -1.
-template <size_t N>
-int find(const Excl (&tab)[N], const char *a, const char *b) {
-  char ca[256], cb[256];
-  for (int k = 0; k < 2; k++) {  // the canonical name: the third field
-    const char *p = std::strchr(k ? b : a, ' ');
-    p = p ? std::strchr(p + 1, ' ') : nullptr;
-    std::snprintf(k ? cb : ca, 256, "%.*s", p ? (int)std::strcspn(p + 1, " ") : 0, p ? p + 1 : "");
-  }
-  for (size_t i = 0; i < N; i++) {
-    if (tab[i].glob == nullptr || !(glob(tab[i].glob, ca) || glob(tab[i].glob, cb)) ||
-        (!tab[i].n2m && std::strstr(a, " n2m ")) ||
-        (tab[i].args && !std::strstr(a, tab[i].args) && !std::strstr(b, tab[i].args))) {
-      continue;
-    }
-    return (int)i;
-  }
-  return -1;
-}
-
-char g_self[PATH_MAX];
-char g_outbuf[2][4 << 20];
-
-// Runs `g_self --record` with LD_PRELOAD=lib and MALLOC_CONF unset; its stdout into buf.
-// Returns the wait status (-1 if it never ran).
-int record_child(const char *lib, char *buf, size_t cap) {
-  static char env_pre[PATH_MAX + 16], env_lib[PATH_MAX + 16];
-  std::snprintf(env_pre, sizeof(env_pre), "LD_PRELOAD=%s", lib);
-  std::snprintf(env_lib, sizeof(env_lib), "FUZZ_LIB=%s", lib);
-  const char *envp[] = {env_pre, env_lib, nullptr}, *argv[] = {g_self, "--record", nullptr};
-  int fd = memfd_create("fuzz-record", MFD_CLOEXEC), st = -1;
-  std::fflush(stdout);
-  pid_t pid = fd < 0 ? -1 : fork();
-  if (pid == 0) {
-    dup2(fd, 1);
-    execve(g_self, const_cast<char *const *>(argv), const_cast<char *const *>(envp));
-    _exit(127);
-  }
-  for (int ms = 0; pid > 0 && waitpid(pid, &st, WNOHANG) != pid; ms++) {
-    if (ms > 60000) kill(pid, SIGKILL);  // a stream takes well under a second
-    usleep(1000);
-  }
-  size_t n = 0;
-  for (ssize_t r; fd >= 0 && n + 1 < cap && (r = pread(fd, buf + n, cap - 1 - n, n)) > 0;) n += r;
-  buf[n] = '\0';
-  if (fd >= 0) close(fd);
-  return st;
-}
-
-const char *next_line(char **p) {
-  char *s = *p, *e = std::strchr(s, '\n');
-  if (*s == '\0') return nullptr;
-  *p = e ? (*e = '\0', e + 1) : s + std::strlen(s);
-  return s;
-}
-
-// Where mallctl comes from (resolved), or "".
-const char *library_file() {
-  static char path[PATH_MAX];
-  Dl_info info;
-  void *addr = dlsym(RTLD_DEFAULT, "mallctl");
-  if (!addr || !dladdr(addr, &info) || !realpath(info.dli_fname, path)) path[0] = '\0';
-  return path;
-}
-
-// --record: the stream, on the library FUZZ_LIB names (LD_PRELOAD may fail silently).
-int record_main() {
-  static char buf[1 << 16], want[PATH_MAX];
-  std::setvbuf(stdout, buf, _IOLBF, sizeof(buf));
-  const char *lib = std::getenv("FUZZ_LIB");
-  if (lib && (!realpath(lib, want) || std::strcmp(library_file(), want) != 0)) {
-    std::printf("FAIL: mallctl comes from %s, not %s\n", library_file(), lib);
-    return 2;
-  }
-  return run_stream(stdout) ? 0 : 1;
-}
 
 }  // namespace
 
 TEST(stream_leaves_the_allocator_working) {
   run_stream(nullptr);
-  jt::note("%d calls, %d failures", kCalls, g.failures);
+  jt::note("%d calls, %d failures", kCalls, jt::diff::g_failures);
 }
 
-TEST(same_results_as_5_3_0) {
-  if (jt::is_reference()) SKIP_TEST("the library under test is the reference itself");
-  const char *ref = std::getenv("REF_LIB");
-  if (ref == nullptr) ref = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
-  if (*ref == '\0') SKIP_TEST("REF_LIB is empty: comparison turned off");
-  static char ours[PATH_MAX], refp[PATH_MAX];
-  std::snprintf(ours, sizeof(ours), "%s", library_file());
-  if (realpath(ref, refp) == nullptr) SKIP_TEST("no reference library at %s", ref);
-  ASSERT_TRUE(ours[0] != '\0');
-  if (std::strcmp(ours, refp) == 0) SKIP_TEST("running on the reference library");
-  const char *libs[2] = {ours, refp}, *who[2] = {"ours", "5.3.0"};
-  for (int k = 0; k < 2; k++) {
-    int st = record_child(libs[k], g_outbuf[k], sizeof(g_outbuf[k]));
-    if (std::strlen(g_outbuf[k]) + 1 >= sizeof(g_outbuf[k])) FAIL_MSG("output buffer too small");
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;
-    // On 5.3.0: the stream did something it cannot take, or it broke a guard. See the output.
-    const char *p = g_outbuf[k] + std::strlen(g_outbuf[k]);
-    for (int lines = 0; p > g_outbuf[k] && lines < 4; p--) lines += p[-1] == '\n';
-    FAIL_MSG("the record run on %s (%s) ended with status %#x; its last lines:\n%s", who[k],
-             libs[k], st, p);
-  }
-  constexpr size_t kNDoc = sizeof(kDocumented) / sizeof(kDocumented[0]);
-  constexpr size_t kNKnown = sizeof(kKnownBugs) / sizeof(kKnownBugs[0]);
-  int nlines = 0, same = 0, unexplained = 0, documented[kNDoc] = {}, known[kNKnown] = {};
-  for (char *pa = g_outbuf[0], *pb = g_outbuf[1];; nlines++) {
-    const char *a = next_line(&pa), *b = next_line(&pb);
-    int d = -1, k = -1;
-    if (a == nullptr && b == nullptr) break;
-    if (a == nullptr || b == nullptr) {
-      FAIL_MSG("the outputs differ in length at line %d:\n    ours:  %s\n    5.3.0: %s", nlines,
-               a ? a : "(end)", b ? b : "(end)");
-      break;
-    }
-    if (std::strcmp(a, b) == 0) {
-      same++;
-    } else if ((d = find(kDocumented, a, b)) >= 0) {
-      documented[d]++;
-    } else if ((k = find(kKnownBugs, a, b)) >= 0) {
-      known[k]++;
-    } else if (++unexplained <= 30) {
-      std::printf("  difference:\n    ours:  %s\n    5.3.0: %s\n", a, b);
-    }
-  }
-  jt::note("%d lines: %d identical, %d unexplained differences", nlines, same, unexplained);
-  for (size_t i = 0; i < kNDoc + kNKnown; i++) {
-    const Excl &x = i < kNDoc ? kDocumented[i] : kKnownBugs[i - kNDoc];
-    int n = i < kNDoc ? documented[i] : known[i - kNDoc];
-    if (n) jt::note("  %d %s: %s%s%s (%s)", n, i < kNDoc ? "documented" : "KNOWN BUG", x.glob,
-                    x.args ? " with " : "", x.args ? x.args : "", x.why);
-  }
-  if (unexplained > 0) FAIL_MSG("%d lines differ from 5.3.0 (at most 30 shown)", unexplained);
-}
+TEST(same_results_as_5_3_0) { jt::diff::compare_with_reference(kDocumented, kKnownBugs); }
 
-int main(int argc, char **argv) {
-  if (argc >= 2 && std::strcmp(argv[1], "--record") == 0) return record_main();
-  // As child.h's run_main: only under the default configuration (JT_OPTIONS_ALL_VARIANTS=1:
-  // always); the children set their own anyway.
-  const char *conf = std::getenv("MALLOC_CONF"), *all = std::getenv("JT_OPTIONS_ALL_VARIANTS");
-  if (conf != nullptr && *conf != '\0' && (all == nullptr || *all != '1')) {
-    std::printf("skipped: the stream runs with MALLOC_CONF unset; the variants would repeat it\n");
-    return jt::preflight() ? 77 : 1;
-  }
-  ssize_t n = readlink("/proc/self/exe", g_self, sizeof(g_self) - 1);
-  g_self[n > 0 ? n : 0] = '\0';
-  return jt::run_all(argc, argv);
-}
+int main(int argc, char **argv) { return jt::diff::main(argc, argv, run_stream); }

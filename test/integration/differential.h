@@ -1,0 +1,321 @@
+// differential.h: differential testing against jemalloc 5.3.0 -- run one deterministic stream
+// of calls in two CHILD processes, one on this library and one on the reference, record what
+// each call answered as one text line, and compare the two records line by line.  Header-only,
+// on top of harness.h, for the fuzz programs (mallctl_fuzz_test, alloc_fuzz_test).
+//
+// Why two children: both libraries define the same names, so they cannot share a process.  The
+// program re-executes itself (/proc/self/exe) as `PROGRAM --record` twice, with an environment
+// built from scratch: LD_PRELOAD of the library file (the preloaded soname satisfies the
+// program's NEEDED entry, so no second copy loads), MALLOC_CONF unset, and DIFF_LIB naming the
+// file so the child can verify that the entry points really come from it (LD_PRELOAD fails
+// silently).  Each child's stdout goes to a memfd the parent reads after the child ended, into
+// static buffers: nothing here allocates through the library under test.
+//
+// The record: one line per call, `SEQ OP NAME | arguments -> results`, where NAME is a canonical
+// name for what was called (a mallctl name with its indices, an API function with the class of
+// its arguments) and everything after it is whatever the program chose to record.  A line must
+// never contain what legitimately differs between two correct allocators (addresses, statistics
+// values); the program prints symbolic forms instead.  Lines are built with put() and ended
+// with finish(); a line that already shows a broken guarantee (finish(true)) fails the run.
+//
+// The comparison (compare_with_reference): identical lines pass; a differing pair is excused by
+// the first entry of the program's kDocumented table (differences doc/compat.md documents; each
+// entry cites its anchor) whose glob matches the NAME of either line, whose `args` substring
+// (if any) occurs in either line, and whose `unless` substring (if any) does not occur in ours;
+// then by its kKnownBugs table (bugs of this library not yet fixed: each is to be removed with
+// its fix).  Anything else is an unexplained difference and fails the test; the first 30 are
+// printed.  The counts per entry are printed as notes so excused lines stay visible.
+//
+// Usage, one program per .cc file:
+//   #include "differential.h"
+//   bool run_stream(FILE *out) { jt::diff::begin(out); ...; jt::diff::put("%05d call %s | ...",
+//                                 seq, name); jt::diff::finish(bad); ...; return !failures; }
+//   constexpr jt::diff::Excl kDocumented[] = {{"prof.*", nullptr, nullptr, "no-profiling"}};
+//   constexpr jt::diff::Excl kKnownBugs[] = {{nullptr, nullptr, nullptr, nullptr}};
+//   TEST(stream_in_process) { run_stream(nullptr); }
+//   TEST(same_results_as_5_3_0) { jt::diff::compare_with_reference(kDocumented, kKnownBugs); }
+//   int main(int argc, char **argv) { return jt::diff::main(argc, argv, run_stream); }
+// main() dispatches `--record` to the stream (exit 0, 1 when a line showed a failure, 2 when
+// the wrong library is loaded) and skips the whole program (exit 77) under run.sh's non-default
+// MALLOC_CONF variants: the children run with MALLOC_CONF unset, so a variant would only repeat
+// the same comparison (JT_OPTIONS_ALL_VARIANTS=1: run anyway).  REF_LIB names the reference
+// (default Debian's libjemalloc.so.2; empty: no comparison).  On the reference itself only the
+// in-process part runs.
+#ifndef JT_DIFFERENTIAL_H_
+#define JT_DIFFERENTIAL_H_
+
+#if defined(JT_HARNESS_H_) && !defined(JT_NO_MAIN)
+#error "differential.h supplies main() through jt::diff::main(): include it before harness.h"
+#endif
+#ifndef JT_NO_MAIN
+#define JT_NO_MAIN
+#endif
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+
+namespace jt::diff {
+
+// ===========================================================================
+// Recording: the stream's generator, the line in progress, and where finished lines go.
+
+/// splitmix64.  A stream seeds one per call (seed and call number), so a call that goes
+/// differently in one library does not shift the rest of the stream.
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  uint64_t below(uint64_t n) { return n ? next() % n : 0; }
+  bool chance(unsigned pct) { return below(100) < pct; }
+  template <class T, size_t N>
+  T pick(const T (&a)[N]) { return a[below(N)]; }
+};
+
+inline FILE *g_out;             // the record (stdout of a --record child), or null: checks only
+inline int g_failures;          // lines that showed a broken guarantee
+inline char g_line[2048];       // the line in progress
+inline char g_crash_ctx[2050];  // the call in progress, for the crash report
+
+/// Starts a stream: finished lines go to out (null: only failures are reported, in-process).
+inline void begin(FILE *out) {
+  g_out = out;
+  g_failures = 0;
+  g_line[0] = '\0';
+}
+
+/// Appends printf-style text to the line in progress.
+inline void put(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+inline void put(const char *fmt, ...) {
+  size_t o = std::strlen(g_line);
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(g_line + o, sizeof(g_line) - o, fmt, ap);
+  va_end(ap);
+}
+
+/// Appends s in double quotes, bytes outside printable ASCII (and quote, backslash) as \xNN.
+inline void put_escaped(const char *s) {
+  put("\"");
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    put(*p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\' ? "\\x%02x" : "%c", *p);
+  }
+  put("\"");
+}
+
+/// Ends the line: prints it (record mode), or reports it as a failure when bad (in-process).
+inline void finish(bool bad) {
+  g_failures += bad;
+  if (g_out != nullptr) std::fprintf(g_out, "%s\n", g_line);
+  else if (bad) FAIL_MSG("%s", g_line);
+  g_line[0] = '\0';
+}
+
+/// Names the call about to run for the crash report: the line so far, or what.
+inline void mark(const char *what = nullptr) {
+  std::snprintf(g_crash_ctx, sizeof(g_crash_ctx), "%s", what ? what : g_line);
+}
+
+inline void on_crash(int sig) {  // installed with SA_RESETHAND: raise() takes the default action
+  std::strcat(g_crash_ctx, "\n");
+  (void)!write(1, "CRASH during: ", 14);
+  (void)!write(1, g_crash_ctx, std::strlen(g_crash_ctx));
+  raise(sig);
+}
+
+/// While alive, a SIGSEGV, SIGBUS or SIGABRT first prints "CRASH during: " and the marked call
+/// (the parent shows a failed child's last lines).
+struct CrashReport {
+  static constexpr int kSigs[3] = {SIGSEGV, SIGBUS, SIGABRT};
+  struct sigaction old[3];
+  CrashReport() {
+    struct sigaction sa {};
+    sa.sa_handler = on_crash;
+    sa.sa_flags = SA_RESETHAND;
+    for (int i = 0; i < 3; i++) sigaction(kSigs[i], &sa, &old[i]);
+  }
+  ~CrashReport() {
+    for (int i = 0; i < 3; i++) sigaction(kSigs[i], &old[i], nullptr);
+  }
+};
+
+// ===========================================================================
+// The comparison.
+
+/// An excuse for differing lines: glob on the NAME (third field) of either line; args: a
+/// substring either line must also contain (or null); unless: a substring that, in our line,
+/// keeps the entry from applying (or null); why: the doc/compat.md anchor, or the bug.
+struct Excl { const char *glob, *args, *unless, *why; };
+
+/// Whether s matches pattern p, where '*' matches any run of characters (dots included).
+inline bool glob(const char *p, const char *s) {
+  if (*p == '\0') return *s == '\0';
+  if (*p == '*') return glob(p + 1, s) || (*s != '\0' && glob(p, s + 1));
+  return *s == *p && glob(p + 1, s + 1);
+}
+
+/// The index of the entry of tab[0..n) that excuses the differing lines a (ours) and b, or -1.
+/// Null globs are skipped (they only keep a table non-empty).
+inline int find(const Excl *tab, size_t n, const char *a, const char *b) {
+  char ca[256], cb[256];
+  for (int k = 0; k < 2; k++) {  // the canonical name: the third field
+    const char *p = std::strchr(k ? b : a, ' ');
+    p = p ? std::strchr(p + 1, ' ') : nullptr;
+    std::snprintf(k ? cb : ca, 256, "%.*s", p ? (int)std::strcspn(p + 1, " ") : 0, p ? p + 1 : "");
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (tab[i].glob == nullptr || !(glob(tab[i].glob, ca) || glob(tab[i].glob, cb)) ||
+        (tab[i].unless && std::strstr(a, tab[i].unless)) ||
+        (tab[i].args && !std::strstr(a, tab[i].args) && !std::strstr(b, tab[i].args))) {
+      continue;
+    }
+    return (int)i;
+  }
+  return -1;
+}
+
+inline char g_self[PATH_MAX];  // this program (main() fills it in)
+inline char g_outbuf[2][4 << 20];
+
+/// Runs `g_self --record` with LD_PRELOAD=lib and MALLOC_CONF unset; its stdout into buf.
+/// Returns the wait status (-1 if it never ran).
+inline int record_child(const char *lib, char *buf, size_t cap) {
+  static char env_pre[PATH_MAX + 16], env_lib[PATH_MAX + 16];
+  std::snprintf(env_pre, sizeof(env_pre), "LD_PRELOAD=%s", lib);
+  std::snprintf(env_lib, sizeof(env_lib), "DIFF_LIB=%s", lib);
+  const char *envp[] = {env_pre, env_lib, nullptr}, *argv[] = {g_self, "--record", nullptr};
+  int fd = memfd_create("diff-record", MFD_CLOEXEC), st = -1;
+  std::fflush(stdout);
+  pid_t pid = fd < 0 ? -1 : fork();
+  if (pid == 0) {
+    dup2(fd, 1);
+    execve(g_self, const_cast<char *const *>(argv), const_cast<char *const *>(envp));
+    _exit(127);
+  }
+  for (int ms = 0; pid > 0 && waitpid(pid, &st, WNOHANG) != pid; ms++) {
+    if (ms > 60000) kill(pid, SIGKILL);  // a stream takes a few seconds at most
+    usleep(1000);
+  }
+  size_t n = 0;
+  for (ssize_t r; fd >= 0 && n + 1 < cap && (r = pread(fd, buf + n, cap - 1 - n, n)) > 0;) n += r;
+  buf[n] = '\0';
+  if (fd >= 0) close(fd);
+  return st;
+}
+
+/// The next line of the text at *p (cut in place), or null at its end.
+inline const char *next_line(char **p) {
+  char *s = *p, *e = std::strchr(s, '\n');
+  if (*s == '\0') return nullptr;
+  *p = e ? (*e = '\0', e + 1) : s + std::strlen(s);
+  return s;
+}
+
+/// The file mallctl comes from (resolved), or "".
+inline const char *library_file() {
+  static char path[PATH_MAX];
+  Dl_info info;
+  void *addr = dlsym(RTLD_DEFAULT, "mallctl");
+  if (!addr || !dladdr(addr, &info) || !realpath(info.dli_fname, path)) path[0] = '\0';
+  return path;
+}
+
+using StreamFn = bool (*)(FILE *out);
+
+/// --record: the stream, on the library DIFF_LIB names; its lines on stdout.
+inline int record_main(StreamFn run) {
+  static char buf[1 << 16], want[PATH_MAX];
+  std::setvbuf(stdout, buf, _IOLBF, sizeof(buf));
+  const char *lib = std::getenv("DIFF_LIB");
+  if (lib && (!realpath(lib, want) || std::strcmp(library_file(), want) != 0)) {
+    std::printf("FAIL: mallctl comes from %s, not %s\n", library_file(), lib);
+    return 2;
+  }
+  return run(stdout) ? 0 : 1;
+}
+
+/// The body of a test: records the stream on this library and on the reference, compares.
+inline void compare_with_reference(const Excl *doc, size_t ndoc, const Excl *bugs,
+                                   size_t nbugs) {
+  if (is_reference()) SKIP_TEST("the library under test is the reference itself");
+  const char *ref = std::getenv("REF_LIB");
+  if (ref == nullptr) ref = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+  if (*ref == '\0') SKIP_TEST("REF_LIB is empty: comparison turned off");
+  static char ours[PATH_MAX], refp[PATH_MAX];
+  std::snprintf(ours, sizeof(ours), "%s", library_file());
+  if (realpath(ref, refp) == nullptr) SKIP_TEST("no reference library at %s", ref);
+  ASSERT_TRUE(ours[0] != '\0');
+  if (std::strcmp(ours, refp) == 0) SKIP_TEST("running on the reference library");
+  const char *libs[2] = {ours, refp}, *who[2] = {"ours", "5.3.0"};
+  for (int k = 0; k < 2; k++) {
+    int st = record_child(libs[k], g_outbuf[k], sizeof(g_outbuf[k]));
+    if (std::strlen(g_outbuf[k]) + 1 >= sizeof(g_outbuf[k])) FAIL_MSG("output buffer too small");
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;
+    // On 5.3.0: the stream did something it cannot take, or it broke a guard. See the output.
+    const char *p = g_outbuf[k] + std::strlen(g_outbuf[k]);
+    for (int lines = 0; p > g_outbuf[k] && lines < 4; p--) lines += p[-1] == '\n';
+    FAIL_MSG("the record run on %s (%s) ended with status %#x; its last lines:\n%s", who[k],
+             libs[k], st, p);
+  }
+  constexpr size_t kMaxExcl = 64;
+  int nlines = 0, same = 0, unexplained = 0, count[2 * kMaxExcl] = {};
+  ASSERT_TRUE(ndoc <= kMaxExcl && nbugs <= kMaxExcl);
+  for (char *pa = g_outbuf[0], *pb = g_outbuf[1];; nlines++) {
+    const char *a = next_line(&pa), *b = next_line(&pb);
+    int d = -1, k = -1;
+    if (a == nullptr && b == nullptr) break;
+    if (a == nullptr || b == nullptr) {
+      FAIL_MSG("the outputs differ in length at line %d:\n    ours:  %s\n    5.3.0: %s", nlines,
+               a ? a : "(end)", b ? b : "(end)");
+      break;
+    }
+    if (std::strcmp(a, b) == 0) {
+      same++;
+    } else if ((d = find(doc, ndoc, a, b)) >= 0) {
+      count[d]++;
+    } else if ((k = find(bugs, nbugs, a, b)) >= 0) {
+      count[kMaxExcl + k]++;
+    } else if (++unexplained <= 30) {
+      std::printf("  difference:\n    ours:  %s\n    5.3.0: %s\n", a, b);
+    }
+  }
+  note("%d lines: %d identical, %d unexplained differences", nlines, same, unexplained);
+  for (size_t i = 0; i < ndoc + nbugs; i++) {
+    bool is_doc = i < ndoc;
+    const Excl &x = is_doc ? doc[i] : bugs[i - ndoc];
+    int n = is_doc ? count[i] : count[kMaxExcl + i - ndoc];
+    if (n) note("  %d %s: %s%s%s (%s)", n, is_doc ? "documented" : "KNOWN BUG", x.glob,
+                x.args ? " with " : "", x.args ? x.args : "", x.why);
+  }
+  if (unexplained > 0) FAIL_MSG("%d lines differ from 5.3.0 (at most 30 shown)", unexplained);
+}
+
+template <size_t N, size_t M>
+inline void compare_with_reference(const Excl (&doc)[N], const Excl (&bugs)[M]) {
+  compare_with_reference(doc, N, bugs, M);
+}
+
+/// The program's main: --record dispatch, the variant skip, then the registered tests.
+inline int main(int argc, char **argv, StreamFn run) {
+  if (argc >= 2 && std::strcmp(argv[1], "--record") == 0) return record_main(run);
+  // As child.h's run_main: only under the default configuration (JT_OPTIONS_ALL_VARIANTS=1:
+  // always); the children set their own anyway.
+  const char *conf = std::getenv("MALLOC_CONF"), *all = std::getenv("JT_OPTIONS_ALL_VARIANTS");
+  if (conf != nullptr && *conf != '\0' && (all == nullptr || *all != '1')) {
+    std::printf("skipped: the stream runs with MALLOC_CONF unset; the variants would repeat it\n");
+    return preflight() ? 77 : 1;
+  }
+  ssize_t n = readlink("/proc/self/exe", g_self, sizeof(g_self) - 1);
+  g_self[n > 0 ? n : 0] = '\0';
+  return run_all(argc, argv);
+}
+
+}  // namespace jt::diff
+
+#endif  // JT_DIFFERENTIAL_H_
