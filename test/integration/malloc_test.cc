@@ -74,17 +74,20 @@ TEST(free_null_is_noop) {
   EXPECT_EQ(errno, 1234);
 }
 
+// Dirties a few blocks of n bytes, so that a calloc reusing them must really clear them.
+static void dirty_blocks(size_t n) {
+  for (int i = 0; i < 8; i++) {
+    void *d = malloc(n);
+    ASSERT_NOT_NULL(d);
+    std::memset(d, 0xff, n);
+    free(d);
+  }
+}
+
 TEST(calloc_zeroes) {
-  // Dirty some memory of each class first, so that a calloc reusing it
-  // must really clear it.
   static const size_t sizes[] = {8, 48, 512, 4096, 10000, 20000, 100000, 1 << 21};
   for (size_t n : sizes) {
-    for (int i = 0; i < 8; i++) {
-      void *d = malloc(n);
-      ASSERT_NOT_NULL(d);
-      std::memset(d, 0xff, n);
-      free(d);
-    }
+    dirty_blocks(n);
     unsigned char *p = static_cast<unsigned char *>(calloc(1, n));
     ASSERT_NOT_NULL(p);
     EXPECT_EQ(jt::first_nonzero(p, n), n);
@@ -103,12 +106,7 @@ TEST(calloc_zeroes_usable_tail) {
   static const size_t sizes[] = {1, 141, 150, 1000, 3000};
   for (size_t n : sizes) {
     const size_t usable = nallocx(n, 0);
-    for (int i = 0; i < 8; i++) {
-      void *d = malloc(usable);
-      ASSERT_NOT_NULL(d);
-      std::memset(d, 0xff, usable);
-      free(d);
-    }
+    dirty_blocks(usable);
     unsigned char *p = static_cast<unsigned char *>(calloc(1, n));
     ASSERT_NOT_NULL(p);
     EXPECT_EQ(malloc_usable_size(p), usable);
