@@ -29,7 +29,7 @@ struct BinStats {
   uint64_t nfills = 0;     // tcache fills
   uint64_t nflushes = 0;   // tcache flushes
   uint64_t nslabs = 0;     // slabs created
-  uint64_t reslabs = 0;    // times slabcur was switched to an older slab
+  uint64_t reslabs = 0;    // slabcur taken from the non-full heap or switched to an older slab
   size_t curslabs = 0;     // slabs owned
   size_t nonfull_slabs = 0;
 };
@@ -49,14 +49,18 @@ struct Bin {
     return slab::reg_alloc(slabcur, binind);
   }
 
-  /// Make slabcur a slab with free regions, from the heap. False if there is none.
+  /// Make slabcur a slab with free regions, from the heap. False if there is none. Taking a
+  /// slab from the heap counts as a reslab (5.3.0's bins.<j>.nreslabs counts these as well as
+  /// the switches to an older slab in lower_slab).
   bool refill_slabcur(bool track_full) {
     if (slabcur != nullptr) {  // full
       if (track_full) full.push_back(slabcur);
     }
     slabcur = nonfull.remove_first();
-    if (slabcur != nullptr) stats.nonfull_slabs--;
-    return slabcur != nullptr;
+    if (slabcur == nullptr) return false;
+    stats.nonfull_slabs--;
+    stats.reslabs++;
+    return true;
   }
 
   /// Adopt a fresh slab as slabcur (the old slabcur, if any, goes where it belongs).

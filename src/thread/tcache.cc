@@ -110,9 +110,10 @@ void internal_free(void* ptr) {
   }
 }
 
-bool tcache_init(Tcache* t, Arena* arena) {
+bool tcache_init(Tcache* t, Arena* arena, void** stack) {
   const TcacheGeometry& g = g_tcache_geo;
-  void** stack = static_cast<void**>(internal_alloc(g.stack_bytes));
+  const bool owned = stack == nullptr;
+  if (owned) stack = static_cast<void**>(internal_alloc(g.stack_bytes));
   if (stack == nullptr) return false;
   void** p = stack;
   for (szind_t i = 0; i < g.nhbins; i++) {
@@ -127,6 +128,7 @@ bool tcache_init(Tcache* t, Arena* arena) {
   for (auto& r : s.bin_refilled) r = false;
   for (szind_t i = 0; i < sc::kNBins; i++) s.flush_delay_items[i] = gc_delay_items(i);
   s.stack = stack;
+  s.stack_owned = owned;
   s.owner = t;
   MutexGuard guard(g_tcaches_mtx);
   g_live.push_back(&s);
@@ -141,7 +143,7 @@ void tcache_destroy(Tcache* t) {
     MutexGuard guard(g_tcaches_mtx);
     g_live.remove(&t->slow);
   }
-  internal_free(t->slow.stack);
+  if (t->slow.stack_owned) internal_free(t->slow.stack);
   for (CacheBin& b : t->bins) b = CacheBin{};
   t->slow.stack = nullptr;
   t->slow.arena = nullptr;
@@ -313,10 +315,14 @@ size_t tcache_bytes(const Arena* arena) {
 }
 
 bool tcaches_create(Arena* arena, unsigned* ind) {
-  Tcache* t = static_cast<Tcache*>(internal_alloc(sizeof(Tcache)));
-  if (t == nullptr) return false;
-  std::memset(static_cast<void*>(t), 0, sizeof(Tcache));
-  if (!tcache_init(t, arena)) {
+  // One internal block holds the cache and its slots, as in 5.3.0 (one allocation, and the
+  // same size class: stats.arenas.0.{internal,small,large} match).
+  constexpr size_t kHead = (sizeof(Tcache) + alignof(void*) - 1) & ~(alignof(void*) - 1);
+  void* block = internal_alloc(kHead + g_tcache_geo.stack_bytes);
+  if (block == nullptr) return false;
+  Tcache* t = static_cast<Tcache*>(block);
+  std::memset(block, 0, sizeof(Tcache));
+  if (!tcache_init(t, arena, reinterpret_cast<void**>(static_cast<char*>(block) + kHead))) {
     internal_free(t);
     return false;
   }

@@ -61,6 +61,7 @@ struct TcacheSlow {
   bool bin_refilled[sc::kNBins] = {};
   uint8_t flush_delay_items[sc::kNBins] = {};  // opt.tcache_gc_delay_bytes, in items
   void** stack = nullptr;  // backing memory of all bins' slots
+  bool stack_owned = true;  // false: carved from the explicit cache's own block
   Tcache* owner = nullptr;
   QlLink<TcacheSlow> link;  // list of live caches (stats.arenas.<i>.tcache_bytes)
 };
@@ -73,9 +74,10 @@ struct Tcache {
 /// Computes the geometry from opt.tcache_max and the nslots options. Called once at init.
 void tcache_boot();
 
-/// Sets up a cache bound to `arena`: allocates its slot memory (internal, from arena 0).
-/// False on OOM (the cache stays a zeroed, always-missing cache).
-bool tcache_init(Tcache* t, Arena* arena);
+/// Sets up a cache bound to `arena`: its slot memory is `stack` (g_tcache_geo.stack_bytes,
+/// owned by the caller) or, when null, allocated here (internal, from arena 0) and freed by
+/// tcache_destroy. False on OOM (the cache stays a zeroed, always-missing cache).
+bool tcache_init(Tcache* t, Arena* arena, void** stack = nullptr);
 /// Flushes everything and frees the slot memory; the cache becomes zeroed again.
 void tcache_destroy(Tcache* t);
 /// Re-associates the cache with another arena (thread.arena writes).
