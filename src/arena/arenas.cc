@@ -47,6 +47,21 @@ Arena* init_locked(unsigned ind, extent_hooks_t* hooks, bool manual) {
 
 }  // namespace
 
+namespace {
+
+// ncpus x narenas_ratio computed as 5.3.0 does, in 32-bit 16.16 fixed point (so the product
+// wraps modulo 2^32: narenas_ratio:32768 on 2 CPUs gives 0, hence 1), rounded to nearest, at
+// least 1; a single CPU gets one arena.
+unsigned default_narenas(unsigned ncpus, uint32_t ratio) {
+  if (ncpus <= 1) return 1;
+  const uint32_t cpus = static_cast<uint32_t>(ncpus) << 16;
+  const uint32_t goal = static_cast<uint32_t>((uint64_t{cpus} * ratio) >> 16);
+  const unsigned rounded = (goal >> 16) + ((goal & 0xffffu) >= 0x8000u ? 1 : 0);
+  return rounded == 0 ? 1 : rounded;
+}
+
+}  // namespace
+
 bool arenas_boot() {
   g_dirty_default.store(g_opt.dirty_decay_ms, std::memory_order_relaxed);
   g_muzzy_default.store(g_opt.muzzy_decay_ms, std::memory_order_relaxed);
@@ -59,16 +74,14 @@ bool arenas_boot() {
                          : ncpus;
     if (g_opt.narenas < limit) g_opt.narenas = limit;
   }
-  if (g_opt.narenas == 0) {
-    // ncpus x narenas_ratio (16.16 fixed point, default 4.0), rounded to nearest, at least 1.
-    uint64_t goal = ncpus > 1 ? (uint64_t{ncpus} * g_opt.narenas_ratio + (1u << 15)) >> 16 : 1;
-    g_opt.narenas = goal == 0 ? 1 : static_cast<unsigned>(goal);
-  }
-  if (g_opt.narenas > kMaxArenas - 1) {
-    g_opt.narenas = kMaxArenas - 1;
+  if (g_opt.narenas == 0) g_opt.narenas = default_narenas(ncpus, g_opt.narenas_ratio);
+  // Only the arenas made are limited to what MALLOCX_ARENA can name; opt.narenas keeps the
+  // configured (or computed) value, as in 5.3.0.
+  g_narenas_auto = g_opt.narenas;
+  if (g_narenas_auto > kMaxArenas - 1) {
+    g_narenas_auto = kMaxArenas - 1;
     io_printf("<jemalloc>: Reducing narenas to limit (%u)\n", kMaxArenas - 1);
   }
-  g_narenas_auto = g_opt.narenas;
   g_narenas_total.store(g_narenas_auto, std::memory_order_relaxed);
   // The oversize threshold must name a large size; anything else disables the huge arena.
   if (g_opt.oversize_threshold < sc::kLargeMinClass ||
