@@ -41,6 +41,14 @@
 // the same comparison (JT_OPTIONS_ALL_VARIANTS=1: run anyway).  REF_LIB names the reference
 // (default Debian's libjemalloc.so.2; empty: no comparison).  On the reference itself only the
 // in-process part runs.
+//
+// Programs that need a fresh process per case instead of one stream (options are read once, at
+// the first allocation, so conf_diff_test runs one child per MALLOC_CONF string) use the
+// single-run helpers: spawn() starts `PROGRAM ARGS...` on one library with a chosen MALLOC_CONF,
+// collect() waits for it and returns its stdout and stderr; libraries() finds the pair to compare,
+// find_one() matches one line against an excuse table (for records where one library prints a
+// line the other does not).  Such a program has its own child dispatch before calling main() with
+// a null stream (no --record mode).
 #ifndef JT_DIFFERENTIAL_H_
 #define JT_DIFFERENTIAL_H_
 
@@ -180,33 +188,122 @@ inline int find(const Excl *tab, size_t n, const char *a, const char *b) {
   return -1;
 }
 
+/// The index of the entry of tab[0..n) that matches the single line `line` (ours: printed by
+/// this library; `unless` applies only then), or -1.  The same rules as find() for one line.
+inline int find_one(const Excl *tab, size_t n, const char *line, bool ours) {
+  const char *p = std::strchr(line, ' ');
+  p = p ? std::strchr(p + 1, ' ') : nullptr;
+  char name[256];
+  std::snprintf(name, sizeof(name), "%.*s", p ? (int)std::strcspn(p + 1, " ") : 0, p ? p + 1 : "");
+  for (size_t i = 0; i < n; i++) {
+    if (tab[i].glob != nullptr && glob(tab[i].glob, name) &&
+        !(ours && tab[i].unless && std::strstr(line, tab[i].unless)) &&
+        !(tab[i].args && !std::strstr(line, tab[i].args))) {
+      return (int)i;
+    }
+  }
+  return -1;
+}
+
 inline char g_self[PATH_MAX];  // this program (main() fills it in)
 inline char g_outbuf[2][4 << 20];
 
-/// Runs `g_self --record` with LD_PRELOAD=lib and MALLOC_CONF unset; its stdout into buf.
-/// Returns the wait status (-1 if it never ran).
-inline int record_child(const char *lib, char *buf, size_t cap) {
-  static char env_pre[PATH_MAX + 16], env_lib[PATH_MAX + 16];
+// ---------------------------------------------------------------------------
+// Children: this program re-executed on one library.
+
+/// A child started by spawn(): its pid, and the memfds that receive its stdout and stderr (-1:
+/// the stream is the parent's).
+struct Spawned {
+  pid_t pid = -1;
+  int out = -1, err = -1;
+};
+
+/// Starts `g_self args...` (args null-terminated, at most 14) with an environment built from
+/// scratch: LD_PRELOAD=lib, DIFF_LIB=lib, and MALLOC_CONF=conf unless conf is null (any bytes
+/// but NUL, up to 64 KiB).  Its stdout goes to a memfd, its stderr too when capture_err.  False
+/// when it did not start (nothing to collect).  Children of several spawn() calls may run at
+/// once; each is collected once.
+inline bool spawn(Spawned *c, const char *lib, const char *const *args, const char *conf,
+                  bool capture_err) {
+  static char env_pre[PATH_MAX + 16], env_lib[PATH_MAX + 16], env_conf[(64 << 10) + 16];
+  const char *envp[4] = {env_pre, env_lib, nullptr, nullptr}, *argv[16] = {g_self};
+  *c = Spawned{};
+  for (int i = 0; args[i] != nullptr; i++) {
+    if (i == 14) return false;
+    argv[i + 1] = args[i];
+  }
+  if (conf != nullptr && std::strlen(conf) > (64u << 10)) return false;
   std::snprintf(env_pre, sizeof(env_pre), "LD_PRELOAD=%s", lib);
   std::snprintf(env_lib, sizeof(env_lib), "DIFF_LIB=%s", lib);
-  const char *envp[] = {env_pre, env_lib, nullptr}, *argv[] = {g_self, "--record", nullptr};
-  int fd = memfd_create("diff-record", MFD_CLOEXEC), st = -1;
-  std::fflush(stdout);
-  pid_t pid = fd < 0 ? -1 : fork();
-  if (pid == 0) {
-    dup2(fd, 1);
+  if (conf != nullptr) {
+    std::snprintf(env_conf, sizeof(env_conf), "MALLOC_CONF=%s", conf);
+    envp[2] = env_conf;
+  }
+  c->out = memfd_create("diff-out", MFD_CLOEXEC);
+  c->err = capture_err ? memfd_create("diff-err", MFD_CLOEXEC) : -1;
+  if (c->out < 0 || (capture_err && c->err < 0)) {
+    if (c->out >= 0) close(c->out);
+    if (c->err >= 0) close(c->err);
+    return false;
+  }
+  std::fflush(stdout);  // the child (until execve) must not repeat what the parent buffered
+  std::fflush(stderr);
+  c->pid = fork();
+  if (c->pid == 0) {
+    dup2(c->out, 1);
+    if (capture_err) dup2(c->err, 2);
     execve(g_self, const_cast<char *const *>(argv), const_cast<char *const *>(envp));
     _exit(127);
   }
-  for (int ms = 0; pid > 0 && waitpid(pid, &st, WNOHANG) != pid; ms++) {
-    if (ms > 60000) kill(pid, SIGKILL);  // a stream takes a few seconds at most
-    usleep(1000);
+  if (c->pid < 0) {
+    close(c->out);
+    if (c->err >= 0) close(c->err);
+    return false;
   }
+  return true;
+}
+
+/// Copies what the memfd holds into buf (NUL-terminated, cut at cap - 1 bytes); returns the
+/// length.  cap 0: nothing.
+inline size_t read_memfd(int fd, char *buf, size_t cap) {
   size_t n = 0;
-  for (ssize_t r; fd >= 0 && n + 1 < cap && (r = pread(fd, buf + n, cap - 1 - n, n)) > 0;) n += r;
-  buf[n] = '\0';
-  if (fd >= 0) close(fd);
+  for (ssize_t r; cap > 0 && n + 1 < cap && (r = pread(fd, buf + n, cap - 1 - n, n)) > 0;) {
+    n += r;
+  }
+  if (cap > 0) buf[n] = '\0';
+  return n;
+}
+
+/// Waits for a spawned child (killed after timeout_ms), reads its stdout into out and its
+/// stderr, when captured, into err (both NUL-terminated, cut at cap - 1 bytes; err may be null
+/// when not captured), closes the memfds.  Returns the wait status.
+inline int collect(Spawned *c, char *out, size_t outcap, char *err, size_t errcap,
+                   int timeout_ms) {
+  int st = -1;
+  for (long us = 0; waitpid(c->pid, &st, WNOHANG) != c->pid; us += 200) {
+    if (us > (long)timeout_ms * 1000) kill(c->pid, SIGKILL);
+    usleep(200);
+  }
+  read_memfd(c->out, out, outcap);
+  close(c->out);
+  if (c->err >= 0) {
+    read_memfd(c->err, err, errcap);
+    close(c->err);
+  } else if (err != nullptr && errcap > 0) {
+    err[0] = '\0';
+  }
+  *c = Spawned{};
   return st;
+}
+
+/// Runs `g_self --record` with LD_PRELOAD=lib and MALLOC_CONF unset; its stdout into buf (its
+/// stderr is the parent's).  Returns the wait status (-1 if it never ran).
+inline int record_child(const char *lib, char *buf, size_t cap) {
+  const char *args[] = {"--record", nullptr};
+  Spawned c;
+  buf[0] = '\0';
+  if (!spawn(&c, lib, args, nullptr, false)) return -1;
+  return collect(&c, buf, cap, nullptr, 0, 60000);  // a stream takes a few seconds at most
 }
 
 /// The next line of the text at *p (cut in place), or null at its end.
@@ -240,19 +337,36 @@ inline int record_main(StreamFn run) {
   return run(stdout) ? 0 : 1;
 }
 
+/// The two libraries a comparison runs: libs[0] this one (the file mallctl comes from), libs[1]
+/// the reference (REF_LIB, default Debian's 5.3.0), both resolved.  False when there is nothing
+/// to compare: the test is then marked skipped (or failed) and the caller returns.
+inline bool libraries(const char *libs[2]) {
+  static char ours[PATH_MAX], refp[PATH_MAX];
+  const char *ref = std::getenv("REF_LIB");
+  if (ref == nullptr) ref = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+  std::snprintf(ours, sizeof(ours), "%s", library_file());
+  if (is_reference()) {
+    skip("the library under test is the reference itself");
+  } else if (*ref == '\0') {
+    skip("REF_LIB is empty: comparison turned off");
+  } else if (realpath(ref, refp) == nullptr) {
+    skip("no reference library at %s", ref);
+  } else if (ours[0] == '\0') {
+    FAIL_MSG("no loaded file defines mallctl");
+  } else if (std::strcmp(ours, refp) == 0) {
+    skip("running on the reference library");
+  } else {
+    libs[0] = ours, libs[1] = refp;
+    return true;
+  }
+  return false;
+}
+
 /// The body of a test: records the stream on this library and on the reference, compares.
 inline void compare_with_reference(const Excl *doc, size_t ndoc, const Excl *bugs,
                                    size_t nbugs) {
-  if (is_reference()) SKIP_TEST("the library under test is the reference itself");
-  const char *ref = std::getenv("REF_LIB");
-  if (ref == nullptr) ref = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
-  if (*ref == '\0') SKIP_TEST("REF_LIB is empty: comparison turned off");
-  static char ours[PATH_MAX], refp[PATH_MAX];
-  std::snprintf(ours, sizeof(ours), "%s", library_file());
-  if (realpath(ref, refp) == nullptr) SKIP_TEST("no reference library at %s", ref);
-  ASSERT_TRUE(ours[0] != '\0');
-  if (std::strcmp(ours, refp) == 0) SKIP_TEST("running on the reference library");
-  const char *libs[2] = {ours, refp}, *who[2] = {"ours", "5.3.0"};
+  const char *libs[2], *who[2] = {"ours", "5.3.0"};
+  if (!libraries(libs)) return;
   for (int k = 0; k < 2; k++) {
     int st = record_child(libs[k], g_outbuf[k], sizeof(g_outbuf[k]));
     if (std::strlen(g_outbuf[k]) + 1 >= sizeof(g_outbuf[k])) FAIL_MSG("output buffer too small");
@@ -301,14 +415,18 @@ inline void compare_with_reference(const Excl (&doc)[N], const Excl (&bugs)[M]) 
   compare_with_reference(doc, N, bugs, M);
 }
 
-/// The program's main: --record dispatch, the variant skip, then the registered tests.
+/// The program's main: --record dispatch (run null: the program has no stream), the variant
+/// skip, then the registered tests.
 inline int main(int argc, char **argv, StreamFn run) {
-  if (argc >= 2 && std::strcmp(argv[1], "--record") == 0) return record_main(run);
+  if (run != nullptr && argc >= 2 && std::strcmp(argv[1], "--record") == 0) {
+    return record_main(run);
+  }
   // As child.h's run_main: only under the default configuration (JT_OPTIONS_ALL_VARIANTS=1:
   // always); the children set their own anyway.
   const char *conf = std::getenv("MALLOC_CONF"), *all = std::getenv("JT_OPTIONS_ALL_VARIANTS");
   if (conf != nullptr && *conf != '\0' && (all == nullptr || *all != '1')) {
-    std::printf("skipped: the stream runs with MALLOC_CONF unset; the variants would repeat it\n");
+    std::printf("skipped: the children set their own MALLOC_CONF; the variants would repeat "
+                "the same comparison\n");
     return preflight() ? 77 : 1;
   }
   ssize_t n = readlink("/proc/self/exe", g_self, sizeof(g_self) - 1);
