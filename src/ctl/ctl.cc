@@ -329,6 +329,95 @@ int node_arenas_lookup(Req& r) {
   return read_out(r, ind);
 }
 
+// ---- experimental.utilization.* ----------------------------------------------------------------
+// How full the slab (or extent) holding a pointer is, so a client can decide what to move when
+// it defragments. Layouts are 5.3.0's inspect_extent_util_stats(_verbose)_t.
+
+namespace {
+
+struct UtilStats {
+  size_t nfree;
+  size_t nregs;
+  size_t size;
+};
+struct UtilStatsVerbose {
+  void* slabcur_addr;
+  size_t nfree;
+  size_t nregs;
+  size_t size;
+  size_t bin_nfree;
+  size_t bin_nregs;
+};
+static_assert(sizeof(UtilStats) == 3 * sizeof(size_t));
+static_assert(sizeof(UtilStatsVerbose) == sizeof(void*) + 5 * sizeof(size_t));
+
+/// The live extent whose page holds `ptr`; nullptr for a pointer this library does not know
+/// (5.3.0 would dereference it), where every field then reads 0.
+Edata* util_extent(const void* ptr) {
+  if (ptr == nullptr) return nullptr;
+  EmapEntry ent = g_emap.lookup_entry(ptr);
+  if (ent.edata == nullptr || ent.state != ExtentState::kActive) return nullptr;
+  return ent.edata;
+}
+
+/// size is the extent's (a slab, or a large block with its pad page); a large block counts as
+/// one region with none free. The slab's free count is read without its bin lock, as in 5.3.0.
+UtilStats util_stats(const void* ptr) {
+  Edata* e = util_extent(ptr);
+  if (e == nullptr) return UtilStats{};
+  if (!e->slab) return UtilStats{0, 1, e->size};
+  return UtilStats{e->nfree, g_bin_geo[e->szind].nregs, e->size};
+}
+
+/// Adds the slab's bin: its free and total regions over all its slabs, and where it allocates
+/// next (slabcur, else the first non-full slab).
+UtilStatsVerbose util_stats_verbose(const void* ptr) {
+  const UtilStats u = util_stats(ptr);
+  UtilStatsVerbose v{nullptr, u.nfree, u.nregs, u.size, 0, 0};
+  Edata* e = util_extent(ptr);
+  if (e == nullptr || !e->slab) return v;
+  Arena* a = arena_get(e->arena_ind, false);
+  if (a == nullptr) return v;
+  Bin& bin = a->bin(e->szind, e->binshard);
+  MutexGuard g(bin.mtx);
+  if constexpr (config::kStats) {
+    v.bin_nregs = u.nregs * bin.stats.curslabs;
+    v.bin_nfree = v.bin_nregs - bin.stats.curregs;
+  }
+  Edata* next = bin.slabcur != nullptr ? bin.slabcur : bin.nonfull.first();
+  v.slabcur_addr = next != nullptr ? next->addr : nullptr;
+  return v;
+}
+
+}  // namespace
+
+int node_experimental_utilization_query(Req& r) {
+  if (r.oldp == nullptr || r.oldlenp == nullptr || *r.oldlenp != sizeof(UtilStatsVerbose) ||
+      r.newp == nullptr || r.newlen != sizeof(void*)) {
+    return EINVAL;
+  }
+  void* ptr;
+  std::memcpy(&ptr, r.newp, sizeof(ptr));
+  const UtilStatsVerbose v = util_stats_verbose(ptr);
+  std::memcpy(r.oldp, &v, sizeof(v));
+  return 0;
+}
+
+int node_experimental_utilization_batch_query(Req& r) {
+  const size_t n = r.newlen / sizeof(void*);
+  if (r.oldp == nullptr || r.oldlenp == nullptr || r.newp == nullptr || r.newlen == 0 ||
+      r.newlen != n * sizeof(void*) || *r.oldlenp != n * sizeof(UtilStats)) {
+    return EINVAL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    void* ptr;
+    std::memcpy(&ptr, static_cast<const char*>(r.newp) + i * sizeof(void*), sizeof(ptr));
+    const UtilStats u = util_stats(ptr);
+    std::memcpy(static_cast<char*>(r.oldp) + i * sizeof(UtilStats), &u, sizeof(u));
+  }
+  return 0;
+}
+
 int node_stats_zero_reallocs(Req& r) {
   if constexpr (!config::kStats) return ENOENT;
   if (int e = readonly(r)) return e;

@@ -83,6 +83,8 @@ int node_arenas_bin_nshards(Req& r);
 int node_arenas_lextent_size(Req& r);
 int node_arenas_create(Req& r);
 int node_arenas_lookup(Req& r);
+int node_experimental_utilization_query(Req& r);
+int node_experimental_utilization_batch_query(Req& r);
 
 /// stats.zero_reallocs (live, not part of the snapshot -- as in 5.3.0).
 int node_stats_zero_reallocs(Req& r);

@@ -188,7 +188,7 @@ constexpr Node kProf[] = {
     named("stats", kProfStats),
 };
 
-// ---- experimental.* (not implemented: every leaf answers ENOENT) ------------------------------
+// ---- experimental.* (only utilization.*; every other leaf answers ENOENT) ----------------------
 
 constexpr Node kExpHooks[] = {
     leaf("install", &node_absent),
@@ -198,8 +198,8 @@ constexpr Node kExpHooks[] = {
     leaf("safety_check_abort", &node_absent),
 };
 constexpr Node kExpUtilization[] = {
-    leaf("query", &node_absent),
-    leaf("batch_query", &node_absent),
+    leaf("query", &node_experimental_utilization_query),
+    leaf("batch_query", &node_experimental_utilization_batch_query),
 };
 constexpr Node kExpArenasElem[] = {
     leaf("pactivep", &node_absent),

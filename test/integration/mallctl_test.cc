@@ -725,3 +725,74 @@ TEST(malloc_stats_print_callback) {
   EXPECT_GT(small.calls, 0u);
   EXPECT_LT(small.bytes, text.bytes);
 }
+
+// experimental.utilization.{query,batch_query}: 5.3.0's layouts and answers for small blocks
+// in a slab and for a large block (a manual arena without caches, so the slab's and the bin's
+// counts are exactly what this test allocated).
+struct UtilVerbose {
+  void *slabcur_addr;
+  size_t nfree, nregs, size, bin_nfree, bin_nregs;
+};
+struct Util {
+  size_t nfree, nregs, size;
+};
+
+TEST(experimental_utilization_query) {
+  unsigned a = create_arena();
+  ASSERT_NE(a, UINT_MAX);
+  const int flags = MALLOCX_ARENA(a) | MALLOCX_TCACHE_NONE;
+  uint32_t nregs = 0;
+  size_t slab = 0;
+  ASSERT_EQ(jt::ctl_get("arenas.bin.4.nregs", &nregs), 0);  // the 64-byte class
+  ASSERT_EQ(jt::ctl_get("arenas.bin.4.slab_size", &slab), 0);
+  void *small[3];
+  for (void *&p : small) {
+    p = mallocx(64, flags);
+    ASSERT_NOT_NULL(p);
+  }
+  void *large = mallocx(100000, flags);
+  ASSERT_NOT_NULL(large);
+
+  UtilVerbose v{};
+  size_t len = sizeof(v);
+  ASSERT_EQ(mallctl("experimental.utilization.query", &v, &len, &small[1], sizeof(void *)), 0);
+  EXPECT_EQ(v.nregs, nregs);
+  EXPECT_EQ(v.nfree, nregs - 3);
+  EXPECT_EQ(v.size, slab);
+  EXPECT_EQ(v.bin_nregs, nregs);
+  EXPECT_EQ(v.bin_nfree, nregs - 3);
+  EXPECT_TRUE(v.slabcur_addr == small[0]);  // the fresh slab's first region is its start
+  ASSERT_EQ(mallctl("experimental.utilization.query", &v, &len, &large, sizeof(void *)), 0);
+  EXPECT_EQ(v.nregs, 1u);
+  EXPECT_EQ(v.nfree, 0u);
+  EXPECT_EQ(v.size, nallocx(100000, 0) + 4096);  // the extent: usable size + the pad page
+  EXPECT_EQ(v.bin_nregs, 0u);
+  EXPECT_TRUE(v.slabcur_addr == nullptr);
+  // Exact lengths only.
+  len = sizeof(v) - 1;
+  EXPECT_EQ(mallctl("experimental.utilization.query", &v, &len, &small[0], sizeof(void *)), EINVAL);
+  len = sizeof(v);
+  EXPECT_EQ(mallctl("experimental.utilization.query", &v, &len, nullptr, 0), EINVAL);
+  EXPECT_EQ(mallctl("experimental.utilization.query", &v, &len, &small[0], 4), EINVAL);
+
+  void *ptrs[4] = {small[0], small[1], small[2], large};
+  Util u[4] = {};
+  len = sizeof(u);
+  ASSERT_EQ(mallctl("experimental.utilization.batch_query", u, &len, ptrs, sizeof(ptrs)), 0);
+  for (int i = 0; i < 3; i++) {
+    EXPECT_EQ(u[i].nregs, nregs);
+    EXPECT_EQ(u[i].nfree, nregs - 3);
+    EXPECT_EQ(u[i].size, slab);
+  }
+  EXPECT_EQ(u[3].nregs, 1u);
+  EXPECT_EQ(u[3].nfree, 0u);
+  len = sizeof(u) - sizeof(Util);
+  EXPECT_EQ(mallctl("experimental.utilization.batch_query", u, &len, ptrs, sizeof(ptrs)), EINVAL);
+  len = 0;
+  EXPECT_EQ(mallctl("experimental.utilization.batch_query", u, &len, ptrs, 0), EINVAL);
+
+  for (void *p : small) dallocx(p, flags);
+  dallocx(large, flags);
+  char name[128];
+  EXPECT_EQ(action(jt::ctl_name(name, "arena.%u.destroy", a)), 0);
+}

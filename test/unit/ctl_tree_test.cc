@@ -452,10 +452,11 @@ const char* const kOurNames[] = {
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
 /// The names that exist in the tree but answer ENOENT on purpose (doc/mallctl.md): a build
-/// without profiling, without utrace/xmalloc/UAF detection, and no experimental API.
+/// without profiling, without utrace/xmalloc/UAF detection, and of the experimental API only
+/// the utilization queries.
 bool absent_on_purpose(const std::string& n) {
   if (starts_with(n, "prof.") || starts_with(n, "opt.prof") || starts_with(n, "thread.prof.") ||
-      starts_with(n, "experimental.")) {
+      (starts_with(n, "experimental.") && !starts_with(n, "experimental.utilization."))) {
     return true;
   }
   if (n == "opt.lg_prof_sample" || n == "opt.lg_prof_interval" || n == "opt.utrace" ||
