@@ -45,10 +45,6 @@ Arena* init_locked(unsigned ind, extent_hooks_t* hooks, bool manual) {
   return a;
 }
 
-}  // namespace
-
-namespace {
-
 // ncpus x narenas_ratio computed as 5.3.0 does, in 32-bit 16.16 fixed point (so the product
 // wraps modulo 2^32: narenas_ratio:32768 on 2 CPUs gives 0, hence 1), rounded to nearest, at
 // least 1; a single CPU gets one arena.
