@@ -396,11 +396,12 @@ void Arena::reset() {
       owned_head = next;
     }
   }
-  decay(false, true);
+  // The memory stays dirty, as in 5.3.0: reset does not purge (arena.<i>.purge or decay will).
 }
 
 void Arena::destroy() {
   reset();
+  decay(false, true);  // everything to retained, then unmapped with the rest
   pac.destroy_retained();
   Base* b = base_;
   b->destroy();

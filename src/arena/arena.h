@@ -95,7 +95,7 @@ class Arena {
 
   // ---- lifecycle (manual arenas) ----------------------------------------------------------
   /// Free every allocation of the arena (caller guarantees no concurrent use and that thread
-  /// caches holding its regions were flushed), then purge.
+  /// caches holding its regions were flushed); the pages stay dirty, as in 5.3.0.
   void reset();
   /// reset() then give all memory, retained included, back to the OS and drop the Base.
   void destroy();
