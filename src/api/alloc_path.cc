@@ -213,6 +213,16 @@ bool ralloc_no_move(void* ptr, const EmapEntry& ent, size_t size, size_t extra, 
   return false;
 }
 
+/// A resize counts as an allocation of the new size and a free of the old one, and runs both
+/// sides' thread events (cache GC steps, peak samples, stats_interval) as 5.3.0's rallocx and
+/// xallocx do, in place or moved.
+void account_resize(Tsd& tsd, size_t newsize, size_t oldsize) {
+  tsd.allocated += newsize;
+  tsd_alloc_event(tsd);
+  tsd.deallocated += oldsize;
+  tsd_dalloc_event(tsd);
+}
+
 }  // namespace
 
 void* reallocate(void* ptr, size_t size, size_t alignment, bool zero, unsigned tcache_flag,
@@ -234,8 +244,7 @@ void* reallocate(void* ptr, size_t size, size_t alignment, bool zero, unsigned t
     bool try_in_place = usize <= sc::kSmallMaxClass ||
                         (oldsize >= sc::kLargeMinClass && usize >= sc::kLargeMinClass);
     if (try_in_place && ralloc_no_move(ptr, ent, usize, 0, zero, &newsize)) {
-      tsd.allocated += newsize;
-      tsd.deallocated += oldsize;
+      account_resize(tsd, newsize, oldsize);
       return ptr;
     }
   }
@@ -255,9 +264,7 @@ void* reallocate(void* ptr, size_t size, size_t alignment, bool zero, unsigned t
   if (JE_UNLIKELY(p == nullptr)) return nullptr;
   std::memcpy(p, ptr, usize < oldsize ? usize : oldsize);
   idalloc(tsd, tc, ptr, ent);
-  tsd.allocated += usize;
-  tsd.deallocated += oldsize;
-  tsd_alloc_event(tsd);
+  account_resize(tsd, usize, oldsize);
   return p;
 }
 
@@ -270,11 +277,7 @@ size_t resize_in_place(void* ptr, size_t size, size_t extra, size_t alignment, b
   if (alignment != 0 && (addr_of(ptr) & (alignment - 1)) != 0) return oldsize;
   size_t newsize;
   if (!ralloc_no_move(ptr, ent, size, extra, zero, &newsize)) return oldsize;
-  if (newsize != oldsize) {
-    Tsd& tsd = tsd_fetch();
-    tsd.allocated += newsize;
-    tsd.deallocated += oldsize;
-  }
+  if (newsize != oldsize) account_resize(tsd_fetch(), newsize, oldsize);
   return newsize;
 }
 
