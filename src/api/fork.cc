@@ -11,6 +11,7 @@
 #include "extent/emap.h"
 #include "meta/base.h"
 #include "thread/tcache.h"
+#include "thread/tsd.h"
 
 namespace je::api {
 
@@ -61,8 +62,11 @@ void postfork_child() {
   g_emap.rtree().postfork_child();
   // No background thread exists in the child: the feature reads off there, as in 5.3.0.
   background_thread_postfork_child();
-  arenas_postfork_child();
-  tcaches_postfork_child();
+  // Only this thread survives: thread counts and the live-cache list describe it alone.
+  Tsd& tsd = t_tsd;
+  const bool has_tsd = tsd.state == TsdState::kNominal || tsd.state == TsdState::kNominalSlow;
+  arenas_postfork_child(has_tsd ? tsd.arena : nullptr);
+  tcaches_postfork_child(tsd.state == TsdState::kNominal ? &tsd.tcache : nullptr);
   ctl_postfork_child();
 }
 

@@ -30,6 +30,7 @@ constinit bool g_destroyed[kMaxArenas] = {};
 constinit unsigned g_destroyed_stack[kMaxArenas] = {};
 constinit unsigned g_ndestroyed = 0;
 constinit Mutex g_arenas_mtx{LockRank::kArenas, "arenas"};
+constinit unsigned g_percpu_limit = 0;  // arenas assigned by CPU under percpu_arena
 
 // Creates the arena at `ind` unless present; caller holds g_arenas_mtx.
 Arena* init_locked(unsigned ind, extent_hooks_t* hooks, bool manual) {
@@ -69,6 +70,7 @@ bool arenas_boot() {
                          ? ncpus / 2 + ncpus % 2
                          : ncpus;
     if (g_opt.narenas < limit) g_opt.narenas = limit;
+    g_percpu_limit = limit;
   }
   if (g_opt.narenas == 0) g_opt.narenas = default_narenas(ncpus, g_opt.narenas_ratio);
   // Only the arenas made are limited to what MALLOCX_ARENA can name; opt.narenas keeps the
@@ -151,6 +153,8 @@ Arena* arena_percpu() {
   return arena_get(cpu % g_narenas_auto, /*create=*/true);
 }
 
+unsigned arenas_percpu_limit() { return g_percpu_limit; }
+
 Arena* arena_huge() {
   if (!g_huge_enabled) return nullptr;
   Arena* a = g_arenas[g_huge_ind].load(std::memory_order_acquire);
@@ -230,6 +234,15 @@ bool arenas_set_muzzy_decay_ms_default(int64_t ms) {
 
 void arenas_prefork() { g_arenas_mtx.prefork(); }
 void arenas_postfork_parent() { g_arenas_mtx.postfork_parent(); }
-void arenas_postfork_child() { g_arenas_mtx.postfork_child(); }
+void arenas_postfork_child(Arena* own) {
+  g_arenas_mtx.postfork_child();
+  for (auto& slot : g_arenas) {
+    Arena* a = slot.load(std::memory_order_relaxed);
+    if (a == nullptr) continue;
+    a->nthreads[0].store(0, std::memory_order_relaxed);
+    a->nthreads[1].store(0, std::memory_order_relaxed);
+  }
+  if (own != nullptr) own->nthreads[0].store(1, std::memory_order_relaxed);
+}
 
 }  // namespace je

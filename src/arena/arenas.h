@@ -46,6 +46,10 @@ void arena_unbind(Arena* a);
 /// phycpu: hyperthread pairs share one), created on demand; nullptr when percpu is off.
 Arena* arena_percpu();
 
+/// percpu_arena: indices below this are assigned by CPU (the CPU count, or half of it with
+/// phycpu, rounded up); 0 when percpu_arena is off.
+unsigned arenas_percpu_limit();
+
 /// The oversize arena (created on first use), or nullptr if oversize_threshold is disabled.
 Arena* arena_huge();
 /// Requests at or above this usable size go to the huge arena (kLargeMaxClass + page when off).
@@ -70,6 +74,8 @@ bool arenas_set_muzzy_decay_ms_default(int64_t ms);
 
 void arenas_prefork();
 void arenas_postfork_parent();
-void arenas_postfork_child();
+/// In a fork child: only the forking thread exists, so every arena's thread count is reset and
+/// `own` (the forking thread's arena, or nullptr) counts that one thread, as in 5.3.0.
+void arenas_postfork_child(Arena* own);
 
 }  // namespace je

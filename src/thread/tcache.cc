@@ -385,6 +385,18 @@ void tcaches_reset_mutex_stats() {
 
 void tcaches_prefork() { g_tcaches_mtx.prefork(); }
 void tcaches_postfork_parent() { g_tcaches_mtx.postfork_parent(); }
-void tcaches_postfork_child() { g_tcaches_mtx.postfork_child(); }
+void tcaches_postfork_child(Tcache* own) {
+  g_tcaches_mtx.postfork_child();
+  g_live.clear();
+  if (own != nullptr && own->slow.stack != nullptr) {
+    own->slow.link = {};
+    g_live.push_back(&own->slow);
+  }
+  for (Tcache* t : g_explicit) {
+    if (t == nullptr || t->slow.stack == nullptr) continue;
+    t->slow.link = {};
+    g_live.push_back(&t->slow);
+  }
+}
 
 }  // namespace je

@@ -120,6 +120,9 @@ void tcaches_reset_mutex_stats();
 
 void tcaches_prefork();
 void tcaches_postfork_parent();
-void tcaches_postfork_child();
+/// In a fork child only the forking thread exists: the list of live caches keeps its cache
+/// (`own`, nullptr if it has none) and the explicit caches; the other threads' caches are gone
+/// (their memory may be reused for new threads' TLS) and their blocks are leaked, as in 5.3.0.
+void tcaches_postfork_child(Tcache* own);
 
 }  // namespace je
