@@ -26,7 +26,10 @@ Tcache* pick_tcache(Tsd& tsd, unsigned tcache_flag) {
 // The arena for an automatic large request: oversize requests go to the huge arena.
 Arena* pick_large_arena(Tsd& tsd, Arena* explicit_arena, size_t usize) {
   if (explicit_arena != nullptr) return explicit_arena;
-  if (JE_UNLIKELY(usize >= arenas_oversize_threshold())) {
+  // The huge arena serves automatic selection only: not a thread bound to a manual arena
+  // (5.3.0's arena_choose_maybe_huge).
+  if (JE_UNLIKELY(usize >= arenas_oversize_threshold()) &&
+      (tsd.arena == nullptr || !tsd.arena->manual())) {
     if (Arena* huge = arena_huge()) return huge;
   }
   return tsd_arena(tsd);

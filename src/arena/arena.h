@@ -117,6 +117,8 @@ class Arena {
   }
   LargeStats lstats[sc::kNLExtents];
   std::atomic<unsigned> nthreads[2] = {};  // [0] application threads, [1] internal
+  /// percpu_arena: the thread (its Tsd) that last checked its CPU while on this arena.
+  std::atomic<const void*> last_thd{nullptr};
   Base* base() const { return base_; }
   uint64_t create_ns() const { return create_ns_; }
   /// Counters of the large-list mutex (stats.arenas.<i>.mutexes.large), read under it; only

@@ -106,7 +106,7 @@ int node_thread_arena(Req& r) {
   if (newind == oldind) return 0;
   if (newind >= arenas_narenas_total()) return EFAULT;
   // With per-CPU arenas the automatic range is assigned by CPU, not by the thread.
-  if (g_opt.percpu_arena_mode != PercpuArenaMode::kDisabled && newind < arenas_narenas_auto()) {
+  if (g_opt.percpu_arena_mode != PercpuArenaMode::kDisabled && newind < arenas_percpu_limit()) {
     return EPERM;
   }
   Arena* target = (arenas_huge_enabled() && newind == arenas_huge_ind())

@@ -130,9 +130,20 @@ Arena* tsd_arena(Tsd& tsd) {
     return arena_get(0, false);
   }
   if (JE_UNLIKELY(g_opt.percpu_arena_mode != PercpuArenaMode::kDisabled)) {
-    // Follow the CPU: refills and large allocations come from its arena.
-    Arena* a = arena_percpu();
-    if (a != nullptr && a != tsd.arena) tsd_set_arena(tsd, a);
+    // Follow the CPU, as 5.3.0 does: a thread on a per-CPU arena re-checks its CPU only when
+    // another thread used that arena since its own last check (a lone thread never migrates),
+    // and a thread moved beyond the per-CPU range (thread.arena) stays where it was put.
+    Arena* cur = tsd.arena;
+    if (cur == nullptr) {
+      if ((cur = arena_percpu()) == nullptr) return nullptr;
+      tsd_set_arena(tsd, cur);
+    }
+    if (cur->ind() < arenas_percpu_limit() &&
+        cur->last_thd.load(std::memory_order_relaxed) != &tsd) {
+      Arena* a = arena_percpu();
+      if (a != nullptr && a != cur) tsd_set_arena(tsd, a);
+      tsd.arena->last_thd.store(&tsd, std::memory_order_relaxed);
+    }
     return tsd.arena;
   }
   if (JE_UNLIKELY(tsd.arena == nullptr)) tsd.arena = arena_choose_auto();
