@@ -24,11 +24,13 @@ Tcache* pick_tcache(Tsd& tsd, unsigned tcache_flag) {
 }
 
 // The arena for an automatic large request: oversize requests go to the huge arena.
-Arena* pick_large_arena(Tsd& tsd, Arena* explicit_arena, size_t usize) {
+/// `huge_key` is what 5.3.0 compares with oversize_threshold: the requested size on the plain
+/// (unaligned) allocation paths, the usable size on the aligned and realloc paths.
+Arena* pick_large_arena(Tsd& tsd, Arena* explicit_arena, size_t huge_key) {
   if (explicit_arena != nullptr) return explicit_arena;
   // The huge arena serves automatic selection only: not a thread bound to a manual arena
   // (5.3.0's arena_choose_maybe_huge).
-  if (JE_UNLIKELY(usize >= arenas_oversize_threshold()) &&
+  if (JE_UNLIKELY(huge_key >= arenas_oversize_threshold()) &&
       (tsd.arena == nullptr || !tsd.arena->manual())) {
     if (Arena* huge = arena_huge()) return huge;
   }
@@ -52,7 +54,8 @@ void* alloc_small(Tsd& tsd, Tcache* tc, Arena* arena, szind_t ind, bool zero) {
   return arena->malloc_small(ind, zero);
 }
 
-void* alloc_large(Tsd& tsd, Tcache* tc, Arena* arena, size_t usize, size_t alignment, bool zero) {
+void* alloc_large(Tsd& tsd, Tcache* tc, Arena* arena, size_t usize, size_t alignment, bool zero,
+                  size_t huge_key) {
   szind_t ind = sz::size2index(usize);
   if (tc != nullptr && ind < g_tcache_geo.nhbins && alignment <= kCacheline) {
     CacheBin& bin = tc->bins[ind];
@@ -64,7 +67,7 @@ void* alloc_large(Tsd& tsd, Tcache* tc, Arena* arena, size_t usize, size_t align
       return p;
     }
   }
-  Arena* a = pick_large_arena(tsd, arena, usize);
+  Arena* a = pick_large_arena(tsd, arena, huge_key);
   if (a == nullptr) return nullptr;
   return a->malloc_large(usize, alignment < kCacheline ? kCacheline : alignment, zero);
 }
@@ -73,14 +76,15 @@ void* alloc_large(Tsd& tsd, Tcache* tc, Arena* arena, size_t usize, size_t align
 constexpr unsigned char kJunkAlloc = 0xa5;
 constexpr unsigned char kJunkFree = 0x5a;
 
-void* ialloc(Tsd& tsd, size_t usize, size_t alignment, bool zero, Tcache* tc, Arena* arena) {
+void* ialloc(Tsd& tsd, size_t usize, size_t alignment, bool zero, Tcache* tc, Arena* arena,
+             size_t huge_key) {
   zero = zero || g_opt.zero;
   void* p;
   if (usize <= sc::kSmallMaxClass) {
     // sa2u already picked a small class whose regions are naturally aligned enough.
     p = alloc_small(tsd, tc, arena, sz::size2index(usize), zero);
   } else {
-    p = alloc_large(tsd, tc, arena, usize, alignment, zero);
+    p = alloc_large(tsd, tc, arena, usize, alignment, zero, huge_key);
   }
   if (JE_UNLIKELY(g_opt.junk_alloc) && p != nullptr && !zero) std::memset(p, kJunkAlloc, usize);
   return p;
@@ -127,7 +131,7 @@ Arena* explicit_arena(unsigned arena_flag, bool* bad) {
 bool ensure_init() { return JE_LIKELY(g_initialized.load(std::memory_order_acquire)) || malloc_init(); }
 
 void* allocate(size_t usize, size_t alignment, bool zero, unsigned tcache_flag,
-               unsigned arena_flag) {
+               unsigned arena_flag, size_t request) {
   if (JE_UNLIKELY(!ensure_init())) return nullptr;
   if (JE_UNLIKELY(usize == 0 || usize > sc::kLargeMaxClass)) return nullptr;
   Tsd& tsd = tsd_fetch();
@@ -136,7 +140,8 @@ void* allocate(size_t usize, size_t alignment, bool zero, unsigned tcache_flag,
   if (JE_UNLIKELY(bad)) return nullptr;
   Tcache* tc = pick_tcache(tsd, tcache_flag);
   if (JE_UNLIKELY(tcache_flag >= 2 && tc == nullptr)) return nullptr;
-  void* p = ialloc(tsd, usize, alignment, zero, tc, arena);
+  const size_t huge_key = alignment == 0 && request != 0 ? request : usize;
+  void* p = ialloc(tsd, usize, alignment, zero, tc, arena, huge_key);
   if (JE_LIKELY(p != nullptr)) {
     tsd.allocated += usize;
     tsd_alloc_event(tsd);
@@ -145,12 +150,14 @@ void* allocate(size_t usize, size_t alignment, bool zero, unsigned tcache_flag,
 }
 
 void* malloc_slow(size_t size) {
-  void* p = allocate(sz::s2u(size), 0, false, kTcacheAuto, 0);
+  void* p = allocate(sz::s2u(size), 0, false, kTcacheAuto, 0, size);
   if (JE_UNLIKELY(p == nullptr)) errno = ENOMEM;
   return p;
 }
 
-void* mallocx_slow(size_t size) { return allocate(sz::s2u(size), 0, false, kTcacheAuto, 0); }
+void* mallocx_slow(size_t size) {
+  return allocate(sz::s2u(size), 0, false, kTcacheAuto, 0, size);
+}
 
 void deallocate(void* ptr, unsigned tcache_flag) {
   EmapEntry ent = g_emap.lookup_entry(ptr);
@@ -262,7 +269,7 @@ void* reallocate(void* ptr, size_t size, size_t alignment, bool zero, unsigned t
     p = a == nullptr ? nullptr
                      : a->malloc_large(usize, alignment < kCacheline ? kCacheline : alignment, zero);
   } else {
-    p = ialloc(tsd, usize, alignment, zero, tc, arena);
+    p = ialloc(tsd, usize, alignment, zero, tc, arena, usize);
   }
   if (JE_UNLIKELY(p == nullptr)) return nullptr;
   std::memcpy(p, ptr, usize < oldsize ? usize : oldsize);

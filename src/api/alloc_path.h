@@ -67,8 +67,10 @@ JE_NOINLINE_COLD void* mallocx_slow(size_t size);
 JE_NOINLINE_COLD void free_slow(void* ptr);
 JE_NOINLINE_COLD void sized_free_slow(void* ptr, size_t size);
 
-/// General allocation: usize from usize_for(); nullptr on failure (errno untouched).
-void* allocate(size_t usize, size_t alignment, bool zero, unsigned tcache_flag, unsigned arena_flag);
+/// General allocation: usize from usize_for(); nullptr on failure (errno untouched). `request`
+/// is the size the caller asked for (0: unknown), which decides the oversize arena as in 5.3.0.
+void* allocate(size_t usize, size_t alignment, bool zero, unsigned tcache_flag, unsigned arena_flag,
+               size_t request = 0);
 /// General deallocation of a pointer we own (ptr non-null).
 void deallocate(void* ptr, unsigned tcache_flag);
 /// Deallocation with a size hint (sdallocx, sized delete): the class comes from the size.

@@ -68,7 +68,7 @@ JE_EXPORT void* calloc(size_t num, size_t size) noexcept {
     return p;
   }
   // Large: fresh or purged extents are already zero, so let the page allocator decide.
-  void* p = allocate(sz::s2u(total), 0, true, kTcacheAuto, 0);
+  void* p = allocate(sz::s2u(total), 0, true, kTcacheAuto, 0, total);
   if (JE_UNLIKELY(p == nullptr)) errno = ENOMEM;
   return p;
 }

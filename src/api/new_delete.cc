@@ -47,7 +47,7 @@ JE_NOINLINE_COLD void* handle_oom(size_t usize, size_t alignment) {
 template <bool kNothrow>
 JE_NOINLINE_COLD void* new_slow(size_t size) {
   size_t usize = sz::s2u(size);
-  void* p = usize == 0 ? nullptr : allocate(usize, 0, false, kTcacheAuto, 0);
+  void* p = usize == 0 ? nullptr : allocate(usize, 0, false, kTcacheAuto, 0, size);
   return p != nullptr ? p : handle_oom<kNothrow>(usize, 0);
 }
 

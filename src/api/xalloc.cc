@@ -16,7 +16,7 @@ JE_EXPORT void* mallocx(size_t size, int flags) {
   Flags f = Flags::decode(flags);
   size_t usize = usize_for(size, f.alignment);
   if (JE_UNLIKELY(usize == 0)) return nullptr;
-  return allocate(usize, f.alignment, f.zero, f.tcache, f.arena);
+  return allocate(usize, f.alignment, f.zero, f.tcache, f.arena, size);
 }
 
 JE_EXPORT void* rallocx(void* ptr, size_t size, int flags) {

@@ -432,13 +432,7 @@ int percpu_main() {
 constexpr jt::diff::Excl kDocumented[] = {{nullptr, nullptr, nullptr, nullptr}};
 
 // Bugs of this library (remove each entry with its fix).
-//   huge-usize: a request of 7 MiB + 1 (usable size 8 MiB) stays in the thread's arena in 5.3.0,
-//   which compares the REQUESTED size with oversize_threshold on the plain malloc/mallocx path
-//   (the usable size only on the aligned and realloc paths); ours compares the usable size
-//   everywhere and sends it to the huge arena (pick_large_arena in src/api/alloc_path.cc does
-//   not see the request size).
-constexpr jt::diff::Excl kKnownBugs[] = {
-    {"*.huge", "7340033 plain", nullptr, "huge-usize: threshold compared with the usable size"}};
+constexpr jt::diff::Excl kKnownBugs[] = {{nullptr, nullptr, nullptr, nullptr}};
 
 char g_pc[2][1 << 16], g_pcerr[2][4096];
 
