@@ -33,6 +33,7 @@ JE_NOINLINE_COLD void* aligned_slow(size_t alignment, size_t size, size_t min_al
 }
 
 JE_NOINLINE_COLD void* realloc_zero(void* ptr) {
+  ctl_count_zero_realloc();  // stats.zero_reallocs counts the call whatever the action (5.3.0)
   switch (g_opt.zero_realloc_action) {
     case ZeroReallocAction::kAlloc:
       // Keep the block alive as a minimal allocation, bypassing the cache for a true fit.
@@ -41,7 +42,6 @@ JE_NOINLINE_COLD void* realloc_zero(void* ptr) {
       je_abort_msg("<jemalloc>: Called realloc(non-null-ptr, 0) with zero_realloc:abort set\n");
     case ZeroReallocAction::kFree:
     default:
-      ctl_count_zero_realloc();
       free_fast(ptr);
       return nullptr;
   }

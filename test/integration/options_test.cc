@@ -325,6 +325,10 @@ void mode_zero_realloc(const char *) {
   std::fprintf(stderr, "child: calling realloc(p, 0)\n");
   void *q = realloc(p, 0);
   jt::ctl_get("thread.deallocated", &d1);
+  size_t zero_reallocs = 0;
+  jt::refresh_stats();
+  jt::ctl_get("stats.zero_reallocs", &zero_reallocs);
+  emit("zero_reallocs", (long long)zero_reallocs);
   emit("result_null", q == nullptr);
   emit("result_usable", q ? (long long)malloc_usable_size(q) : -1);
   emit("freed_bytes", (long long)(d1 - d0));
@@ -662,9 +666,11 @@ TEST(zero_realloc_modes) {
     if (!child(&c, "zero_realloc", conf)) return;
     EXPECT_CHILD(c, "result_null", kEq, 1);
     EXPECT_CHILD(c, "freed_bytes", kEq, 112);
+    EXPECT_CHILD(c, "zero_reallocs", kEq, 1);
   }
-  // "alloc": the block is freed and a minimal one returned.
+  // "alloc": the block is freed and a minimal one returned; the call still counts.
   if (!child(&c, "zero_realloc", "zero_realloc:alloc")) return;
+  EXPECT_CHILD(c, "zero_reallocs", kEq, 1);
   EXPECT_CHILD(c, "result_null", kEq, 0);
   EXPECT_CHILD(c, "result_usable", kEq, 8);
   EXPECT_CHILD(c, "freed_bytes", kEq, 112);
