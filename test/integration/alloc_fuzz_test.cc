@@ -22,6 +22,12 @@
 // its tables with any value); *allocx never get size 0 (undefined).  Sizes and alignments that
 // would need between 64 MiB and 2^57 bytes of address space are never asked for: whether those
 // succeed depends on the machine's overcommit policy and address space, not on the allocator.
+// (3) Every line also records how the call moved the thread's counters (thread.allocated and
+// thread.deallocated, read through the thread.allocatedp/deallocatedp pointers fetched once, so
+// reading them allocates nothing), realloc-family lines the stats.zero_reallocs delta, and every
+// 50 calls a `ctl thread.peak.read` line checks the peak (sometimes followed by
+// thread.peak.reset): within [current, most any sample could have seen] since the reset, the
+// exact value where those agree, and a model of 5.3.0's sampling (op_peak) once it is exact.
 // Not covered: pvalloc and reallocarray, which neither library exports (test/abi/exports.txt):
 // under LD_PRELOAD they would be glibc's and hand out blocks jemalloc does not own.
 #include <algorithm>
@@ -30,8 +36,6 @@
 
 namespace {
 
-using jt::diff::finish;
-using jt::diff::mark;
 using jt::diff::put;
 using jt::diff::Rng;
 
@@ -121,6 +125,92 @@ const char *sym(size_t n, char (&buf)[48]) {
   }
   std::snprintf(buf, sizeof(buf), "%zu", n);
   return buf;
+}
+
+template <class T>
+int ctl_read(const char *name, T *v) {
+  size_t len = sizeof(T);
+  return mallctl(name, v, &len, nullptr, 0);
+}
+
+// --- The thread's counters. 5.3.0 adds the usable size a successful call hands out to
+// thread.allocated and the usable size it takes back to thread.deallocated; a resize that
+// changes the size (in place or not) does both, the allocation side first. The counters as of
+// the call (mark()) to the end of its line (finish()) give the line's deltas.
+uint64_t g_zero64;
+const uint64_t *g_ap = &g_zero64, *g_dp = &g_zero64;  // thread.allocatedp, deallocatedp
+uint64_t g_a0, g_d0;                                  // the counters at mark()
+bool g_hide;     // this line's moves depend on where blocks lie: not recorded
+bool g_diverge;  // this line may move the counters differently in two correct allocators
+bool g_zr;       // this line records the stats.zero_reallocs delta from g_zr0
+size_t g_zr0;
+
+// thread.peak in 5.3.0: the maximum of (allocated - deallocated) - base over samples since the
+// last reset (base: the difference at the reset; 0 at least). Samples are taken by each read
+// and by the thread events: each side (allocation, deallocation) samples at the first call whose
+// counter reaches its next point, which then becomes that counter + 64 KiB (PEAK_EVENT_WAIT).
+// The test cannot know the points it inherited from before the stream, but a call that moves a
+// side by >= 64 KiB certainly samples there, after which the model is exact for that side.
+constexpr uint64_t kPeakWait = 64 << 10;
+struct PeakModel {
+  uint64_t la, ld;  // the counters as last fed
+  uint64_t base;    // allocated - deallocated at the last reset
+  int64_t hi;       // the most any sample since the reset could have seen
+  int64_t max;      // the model's thread.peak (meaningful when valid)
+  uint64_t next[2];
+  bool known[2];  // whether each side's next sample point is known
+  bool valid;     // both were known at the last reset
+  bool diverged;  // a g_diverge line since the last reset
+} g_pk;
+
+void pk_sample(uint64_t net) { g_pk.max = std::max(g_pk.max, (int64_t)(net - g_pk.base)); }
+
+// Feeds the moves since the last feed, as one call: the allocation side, then the deallocation
+// side. reliable: the moves are the same in any correct allocator (may fix a side's point).
+void pk_feed(bool reliable) {
+  uint64_t a = *g_ap, d = *g_dp;
+  for (int k = 0; k < 2; k++) {
+    uint64_t now = k ? d : a, before = k ? g_pk.ld : g_pk.la, net = k ? a - d : a - g_pk.ld;
+    if (now == before) continue;
+    g_pk.hi = std::max(g_pk.hi, (int64_t)(net - g_pk.base));
+    if (!g_pk.known[k] && reliable && now - before >= kPeakWait) {
+      g_pk.known[k] = true, g_pk.next[k] = now;
+    }
+    if (g_pk.known[k] && now >= g_pk.next[k]) pk_sample(net), g_pk.next[k] = now + kPeakWait;
+  }
+  g_pk.la = a, g_pk.ld = d;
+}
+
+void pk_reset() {
+  g_pk.base = *g_ap - *g_dp;
+  g_pk.hi = g_pk.max = 0;
+  g_pk.valid = g_pk.known[0] && g_pk.known[1];
+  g_pk.diverged = false;
+}
+
+/// Names the call about to run (for the crash report) and starts its counter deltas.
+void mark(const char *what = nullptr) {
+  jt::diff::mark(what);
+  g_a0 = *g_ap, g_d0 = *g_dp;
+}
+
+// Records stats.zero_reallocs' move over this line.
+void zr_begin() {
+  g_zr = ctl_read("stats.zero_reallocs", &g_zr0) == 0;
+}
+
+/// Ends the line with the counter deltas since mark().
+void finish(bool bad) {
+  unsigned long long da = *g_ap - g_a0, dd = *g_dp - g_d0;
+  pk_feed(!g_diverge && !g_hide);
+  g_pk.diverged |= g_diverge || g_hide;
+  if (g_hide) put(" | counters: not recorded");
+  else put(" | allocated+%llu deallocated+%llu", da, dd);
+  size_t zr = 0;
+  if (g_zr && ctl_read("stats.zero_reallocs", &zr) == 0) put(" zero_reallocs+%zu", zr - g_zr0);
+  g_hide = g_diverge = g_zr = false;
+  jt::diff::finish(bad);
+  g_a0 = *g_ap, g_d0 = *g_dp;
 }
 
 // --- Flags: built from parts, written symbolically.
@@ -328,7 +418,7 @@ void op_alloc(Rng &r, int seq, int si) {
   } else if (u < 55) {
     head(seq, "realloc_null", cat(n), nullptr, si);
     put("size=%s", sym(n, b1));
-    mark(), errno = kSentinel, p = realloc(nullptr, n), e = errno;
+    zr_begin(), mark(), errno = kSentinel, p = realloc(nullptr, n), e = errno;
   } else {
     n = draw_size(r, false);
     Flags f = draw_alloc_flags(r);
@@ -348,6 +438,7 @@ void op_alloc(Rng &r, int seq, int si) {
   bool bad = store(s, p, n, lg, zero_from, nflags);
   if (n == 0 && u >= 40 && u < 50) {  // memalign/valloc(0): see kKnownBugs; no later effects
     put(" freed");
+    g_diverge = true, pk_feed(false);  // the two calls as two
     free(p);
     s.p = nullptr;
   }
@@ -390,7 +481,7 @@ void op_resize(Rng &r, int seq, int si, unsigned how) {
   head(seq, how == 2 ? "rallocx" : "realloc", cat(n), nullptr, si);
   put("size=%s", sym(n, b1));
   if (how == 2) put(" flags=%s", f.text);
-  mark();
+  zr_begin(), mark();
   errno = kSentinel;
   void *q = how == 2 ? rallocx(s.p, n, f.bits) : realloc(s.p, n);
   int e = errno;
@@ -411,6 +502,8 @@ void op_xallocx(Rng &r, int seq, int si) {
   Slot &s = g_slot[si];
   char b1[48], b2[48];
   size_t n = draw_size(r, false), old_usable = s.usable, extra = 0;
+  // Large blocks shrink in place: often enough to see the counters move (both sides).
+  if (old_usable > kSmallMax && r.chance(30)) n = old_usable / 2 + r.below(old_usable / 2);
   unsigned u = (unsigned)r.below(100);
   if (u < 40) extra = 0;
   else if (u < 55) extra = 1 + r.below(4096);
@@ -455,7 +548,9 @@ void op_xallocx(Rng &r, int seq, int si) {
   if (f.zero && now > old_usable && !all_zero(s.p, old_usable, std::min(now, kFeasible))) {
     bad = true, put(" BAD(the grown part is not zeroed)");
   }
+  g_hide = layout;
   if (layout && now != old_usable) {
+    pk_feed(false);  // the growth and the shrinking back as two calls
     xallocx(s.p, old_usable, 0, 0);
     now = sallocx(s.p, 0);
     if (now != old_usable) bad = true, put(" BAD(no shrinking back: usable=%zu)", now);
@@ -498,7 +593,41 @@ void op_stateless(Rng &r, int seq) {
   finish(false);
 }
 
+// thread.peak.read (and the counters by name), then sometimes thread.peak.reset. The value is
+// recorded where the bounds fix it; else whether it is within them and, when the model has
+// tracked every sample since the reset, whether it agrees with the model.
+void op_peak(int seq) {
+  Rng r{kSeed * 31 + (uint64_t)seq};
+  put("%05d ctl thread.peak.read | ", seq);
+  mark();
+  uint64_t peak = 0, ta = 0, td = 0;
+  int rc = ctl_read("thread.peak.read", &peak);
+  rc |= ctl_read("thread.allocated", &ta) | ctl_read("thread.deallocated", &td);
+  pk_feed(true);
+  uint64_t a = *g_ap, d = *g_dp;
+  int64_t lo = std::max<int64_t>(0, (int64_t)(a - d - g_pk.base)), hi = std::max(g_pk.hi, lo);
+  pk_sample(a - d);  // the read samples too
+  bool in = (int64_t)peak >= lo && (int64_t)peak <= hi;
+  bool bad = rc != 0 || !in || ta != a || td != d;
+  put("-> rc=%d", rc);
+  if (!g_pk.diverged && lo == hi) put(" peak=+%llu", (unsigned long long)peak);
+  else put(" peak %s", in ? "in [current, max]" : "BAD(outside [current, max])");
+  if (!g_pk.valid) put(" model=n/a");
+  else if ((int64_t)peak == g_pk.max) put(" model=agrees");
+  else put(" model=DIFFERS(peak +%llu, model +%lld)", (unsigned long long)peak, (long long)g_pk.max);
+  if (ta != a || td != d) put(" BAD(thread.allocated/deallocated by name differ from *p)");
+  if (r.chance(40) || g_pk.diverged || !g_pk.valid) {
+    rc = mallctl("thread.peak.reset", nullptr, nullptr, nullptr, 0);
+    pk_reset();
+    rc |= ctl_read("thread.peak.read", &peak);
+    put("; thread.peak.reset, read -> rc=%d peak=+%llu", rc, (unsigned long long)peak);
+    bad |= rc != 0 || peak != 0;
+  }
+  finish(bad);
+}
+
 void op(int seq) {
+  if (seq % 50 == 49) op_peak(seq);
   Rng r{kSeed * 1000003 + (uint64_t)seq};
   if (r.chance(6)) return op_stateless(r, seq);
   int si = (int)r.below(kSlots);
@@ -514,23 +643,24 @@ void op(int seq) {
   else op_check(seq, si);
 }
 
-template <class T>
-int ctl_read(const char *name, T *v) {
-  size_t len = sizeof(T);
-  return mallctl(name, v, &len, nullptr, 0);
-}
-
 // Creates the arenas and tcaches the flags may name.
 bool setup() {
   std::memset(g_slot, 0, sizeof(g_slot));
   g_nkeys = 0;
   gen_classes();
-  int rc = 0;
+  uint64_t *ap = nullptr, *dp = nullptr;
+  int rc = ctl_read("thread.allocatedp", &ap) | ctl_read("thread.deallocatedp", &dp);
+  if (rc == 0 && ap != nullptr && dp != nullptr) g_ap = ap, g_dp = dp;
+  g_pk = PeakModel{};
+  g_pk.la = *g_ap, g_pk.ld = *g_dp;
+  rc |= mallctl("thread.peak.reset", nullptr, nullptr, nullptr, 0);
+  pk_reset();
+  mark("setup");
   for (int i = 0; i < kMade; i++) {
     rc |= ctl_read("arenas.create", &g_arena[i]) | ctl_read("tcache.create", &g_tc[i]);
   }
-  put("setup setup setup | classes=%d arenas.create tcache.create x%d -> rc=%d", g_ncls, kMade,
-      rc);
+  put("setup setup setup | classes=%d thread.allocatedp deallocatedp peak.reset, arenas.create "
+      "tcache.create x%d -> rc=%d", g_ncls, kMade, rc);
   finish(rc != 0 || g_ncls != 232);
   return rc == 0;
 }
@@ -558,6 +688,7 @@ void post(int seq) {
   put("post destroy post | thread.tcache.flush, tcache.destroy, arena.<i>.destroy -> rc=%d", rc);
   finish(rc != 0);
   size_t st[4] = {};
+  mark();
   rc = jt::refresh_stats() ? 0 : -1;
   int i = 0;
   for (const char *n : {"stats.allocated", "stats.active", "stats.resident", "stats.mapped"}) {
