@@ -34,6 +34,10 @@
 //   constexpr jt::diff::Excl kKnownBugs[] = {{nullptr, nullptr, nullptr, nullptr}};
 //   TEST(stream_in_process) { run_stream(nullptr); }
 //   TEST(same_results_as_5_3_0) { jt::diff::compare_with_reference(kDocumented, kKnownBugs); }
+//   constexpr const char *kConfs[] = {"junk:true", "narenas:1"};  // optional: option variants
+//   TEST(same_under_options) {
+//     jt::diff::compare_with_reference_under(kConfs, kDocumented, kKnownBugs);
+//   }
 //   int main(int argc, char **argv) { return jt::diff::main(argc, argv, run_stream); }
 // main() dispatches `--record` to the stream (exit 0, 1 when a line showed a failure, 2 when
 // the wrong library is loaded) and skips the whole program (exit 77) under run.sh's non-default
@@ -41,6 +45,14 @@
 // the same comparison (JT_OPTIONS_ALL_VARIANTS=1: run anyway).  REF_LIB names the reference
 // (default Debian's libjemalloc.so.2; empty: no comparison).  On the reference itself only the
 // in-process part runs.
+//
+// Option variants (compare_with_reference_under): the same stream recorded under each of a
+// list of MALLOC_CONF strings, once per library and variant (the pair runs at once), each
+// variant compared on its own exactly as above; a failure names the variant.  The program's own
+// malloc_conf global still applies underneath a variant (MALLOC_CONF comes after it) and its
+// malloc_conf_2_conf_harder on top (our library only), so a program lists only variants that
+// keep its stream deterministic.  An excuse whose `conf` is set applies only under that exact
+// variant string (a difference one option causes); conf null: in every run.
 //
 // Programs that need a fresh process per case instead of one stream (options are read once, at
 // the first allocation, so conf_diff_test runs one child per MALLOC_CONF string) use the
@@ -158,8 +170,18 @@ struct CrashReport {
 
 /// An excuse for differing lines: glob on the NAME (third field) of either line; args: a
 /// substring either line must also contain (or null); unless: a substring that, in our line,
-/// keeps the entry from applying (or null); why: the doc/compat.md anchor, or the bug.
-struct Excl { const char *glob, *args, *unless, *why; };
+/// keeps the entry from applying (or null); why: the doc/compat.md anchor, or the bug; conf:
+/// the MALLOC_CONF variant it is confined to (exact string; null: every run, the default one
+/// included).  Four-field initializers leave conf null.
+struct Excl { const char *glob, *args, *unless, *why, *conf = nullptr; };
+
+/// The MALLOC_CONF variant being compared (null: the default run); Excl::conf is matched with it.
+inline const char *g_variant;
+
+/// Whether x may apply in the run being compared (its conf, if any, is that run's variant).
+inline bool in_scope(const Excl &x) {
+  return x.conf == nullptr || (g_variant != nullptr && std::strcmp(x.conf, g_variant) == 0);
+}
 
 /// Whether s matches pattern p, where '*' matches any run of characters (dots included).
 inline bool glob(const char *p, const char *s) {
@@ -178,7 +200,8 @@ inline int find(const Excl *tab, size_t n, const char *a, const char *b) {
     std::snprintf(k ? cb : ca, 256, "%.*s", p ? (int)std::strcspn(p + 1, " ") : 0, p ? p + 1 : "");
   }
   for (size_t i = 0; i < n; i++) {
-    if (tab[i].glob == nullptr || !(glob(tab[i].glob, ca) || glob(tab[i].glob, cb)) ||
+    if (tab[i].glob == nullptr || !in_scope(tab[i]) ||
+        !(glob(tab[i].glob, ca) || glob(tab[i].glob, cb)) ||
         (tab[i].unless && std::strstr(a, tab[i].unless)) ||
         (tab[i].args && !std::strstr(a, tab[i].args) && !std::strstr(b, tab[i].args))) {
       continue;
@@ -196,7 +219,7 @@ inline int find_one(const Excl *tab, size_t n, const char *line, bool ours) {
   char name[256];
   std::snprintf(name, sizeof(name), "%.*s", p ? (int)std::strcspn(p + 1, " ") : 0, p ? p + 1 : "");
   for (size_t i = 0; i < n; i++) {
-    if (tab[i].glob != nullptr && glob(tab[i].glob, name) &&
+    if (tab[i].glob != nullptr && in_scope(tab[i]) && glob(tab[i].glob, name) &&
         !(ours && tab[i].unless && std::strstr(line, tab[i].unless)) &&
         !(tab[i].args && !std::strstr(line, tab[i].args))) {
       return (int)i;
@@ -296,14 +319,28 @@ inline int collect(Spawned *c, char *out, size_t outcap, char *err, size_t errca
   return st;
 }
 
-/// Runs `g_self --record` with LD_PRELOAD=lib and MALLOC_CONF unset; its stdout into buf (its
-/// stderr is the parent's).  Returns the wait status (-1 if it never ran).
-inline int record_child(const char *lib, char *buf, size_t cap) {
+/// Runs `g_self --record` with LD_PRELOAD=lib and MALLOC_CONF=conf (null: unset); its stdout
+/// into buf (its stderr is the parent's).  Returns the wait status (-1 if it never ran).
+inline int record_child(const char *lib, char *buf, size_t cap, const char *conf = nullptr) {
   const char *args[] = {"--record", nullptr};
   Spawned c;
   buf[0] = '\0';
-  if (!spawn(&c, lib, args, nullptr, false)) return -1;
+  if (!spawn(&c, lib, args, conf, false)) return -1;
   return collect(&c, buf, cap, nullptr, 0, 60000);  // a stream takes a few seconds at most
+}
+
+/// Records the stream on both libraries under MALLOC_CONF=conf, the two children at once, into
+/// g_outbuf[0] (libs[0]) and g_outbuf[1]; their wait statuses into st (-1: never ran).
+inline void record_pair(const char *const libs[2], const char *conf, int st[2]) {
+  const char *args[] = {"--record", nullptr};
+  Spawned c[2];
+  for (int k = 0; k < 2; k++) {
+    g_outbuf[k][0] = '\0';
+    st[k] = spawn(&c[k], libs[k], args, conf, false) ? 0 : -1;
+  }
+  for (int k = 0; k < 2; k++) {
+    if (st[k] == 0) st[k] = collect(&c[k], g_outbuf[k], sizeof(g_outbuf[k]), nullptr, 0, 60000);
+  }
 }
 
 /// The next line of the text at *p (cut in place), or null at its end.
@@ -362,31 +399,27 @@ inline bool libraries(const char *libs[2]) {
   return false;
 }
 
-/// The body of a test: records the stream on this library and on the reference, compares.
-inline void compare_with_reference(const Excl *doc, size_t ndoc, const Excl *bugs,
-                                   size_t nbugs) {
-  const char *libs[2], *who[2] = {"ours", "5.3.0"};
-  if (!libraries(libs)) return;
-  for (int k = 0; k < 2; k++) {
-    int st = record_child(libs[k], g_outbuf[k], sizeof(g_outbuf[k]));
-    if (std::strlen(g_outbuf[k]) + 1 >= sizeof(g_outbuf[k])) FAIL_MSG("output buffer too small");
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;
-    // On 5.3.0: the stream did something it cannot take, or it broke a guard. See the output.
-    const char *p = g_outbuf[k] + std::strlen(g_outbuf[k]);
-    for (int lines = 0; p > g_outbuf[k] && lines < 4; p--) lines += p[-1] == '\n';
-    FAIL_MSG("the record run on %s (%s) ended with status %#x; its last lines:\n%s", who[k],
-             libs[k], st, p);
-  }
+/// Compares the records in g_outbuf (ours, 5.3.0) recorded under conf (null: the default
+/// run): prints the first 30 unexplained differences and notes the excused ones; returns the
+/// number of unexplained differences (-1: the records differ in length).
+inline int compare_records(const char *conf, const Excl *doc, size_t ndoc, const Excl *bugs,
+                           size_t nbugs) {
   constexpr size_t kMaxExcl = 64;
+  const char *in = conf ? " under MALLOC_CONF=" : "", *cs = conf ? conf : "";
   int nlines = 0, same = 0, unexplained = 0, count[2 * kMaxExcl] = {};
-  ASSERT_TRUE(ndoc <= kMaxExcl && nbugs <= kMaxExcl);
+  if (ndoc > kMaxExcl || nbugs > kMaxExcl) {
+    FAIL_MSG("more than %zu entries in an excuse table", kMaxExcl);
+    return -1;
+  }
+  g_variant = conf;
   for (char *pa = g_outbuf[0], *pb = g_outbuf[1];; nlines++) {
     const char *a = next_line(&pa), *b = next_line(&pb);
     int d = -1, k = -1;
     if (a == nullptr && b == nullptr) break;
     if (a == nullptr || b == nullptr) {
-      FAIL_MSG("the outputs differ in length at line %d:\n    ours:  %s\n    5.3.0: %s", nlines,
-               a ? a : "(end)", b ? b : "(end)");
+      FAIL_MSG("the outputs%s%s differ in length at line %d:\n    ours:  %s\n    5.3.0: %s", in,
+               cs, nlines, a ? a : "(end)", b ? b : "(end)");
+      unexplained = -1;
       break;
     }
     if (std::strcmp(a, b) == 0) {
@@ -396,10 +429,12 @@ inline void compare_with_reference(const Excl *doc, size_t ndoc, const Excl *bug
     } else if ((k = find(bugs, nbugs, a, b)) >= 0) {
       count[kMaxExcl + k]++;
     } else if (++unexplained <= 30) {
-      std::printf("  difference:\n    ours:  %s\n    5.3.0: %s\n", a, b);
+      std::printf("  difference%s%s:\n    ours:  %s\n    5.3.0: %s\n", in, cs, a, b);
     }
   }
-  note("%d lines: %d identical, %d unexplained differences", nlines, same, unexplained);
+  g_variant = nullptr;
+  note("%s%s%s%d lines: %d identical, %d unexplained differences", conf ? "MALLOC_CONF=" : "", cs,
+       conf ? ": " : "", nlines, same, unexplained < 0 ? 0 : unexplained);
   for (size_t i = 0; i < ndoc + nbugs; i++) {
     bool is_doc = i < ndoc;
     const Excl &x = is_doc ? doc[i] : bugs[i - ndoc];
@@ -407,7 +442,71 @@ inline void compare_with_reference(const Excl *doc, size_t ndoc, const Excl *bug
     if (n) note("  %d %s: %s%s%s (%s)", n, is_doc ? "documented" : "KNOWN BUG", x.glob,
                 x.args ? " with " : "", x.args ? x.args : "", x.why);
   }
-  if (unexplained > 0) FAIL_MSG("%d lines differ from 5.3.0 (at most 30 shown)", unexplained);
+  if (unexplained > 0) {
+    FAIL_MSG("%d lines differ from 5.3.0%s%s (at most 30 shown)", unexplained, in, cs);
+  }
+  return unexplained;
+}
+
+/// Whether both record runs ended well (status 0); else a failure showing the last lines.
+inline bool records_ok(const char *const libs[2], const int st[2], const char *conf) {
+  const char *who[2] = {"ours", "5.3.0"};
+  bool ok = true;
+  for (int k = 0; k < 2; k++) {
+    if (std::strlen(g_outbuf[k]) + 1 >= sizeof(g_outbuf[k])) FAIL_MSG("output buffer too small");
+    if (WIFEXITED(st[k]) && WEXITSTATUS(st[k]) == 0) continue;
+    // On 5.3.0: the stream did something it cannot take, or it broke a guard. See the output.
+    const char *p = g_outbuf[k] + std::strlen(g_outbuf[k]);
+    for (int lines = 0; p > g_outbuf[k] && lines < 4; p--) lines += p[-1] == '\n';
+    FAIL_MSG("the record run on %s (%s)%s%s ended with status %#x; its last lines:\n%s", who[k],
+             libs[k], conf ? " under MALLOC_CONF=" : "", conf ? conf : "", st[k], p);
+    ok = false;
+  }
+  return ok;
+}
+
+/// The body of a test: records the stream on this library and on the reference (MALLOC_CONF
+/// unset), compares.
+inline void compare_with_reference(const Excl *doc, size_t ndoc, const Excl *bugs,
+                                   size_t nbugs) {
+  const char *libs[2];
+  int st[2];
+  if (!libraries(libs)) return;
+  for (int k = 0; k < 2; k++) st[k] = record_child(libs[k], g_outbuf[k], sizeof(g_outbuf[k]));
+  records_ok(libs, st, nullptr);
+  compare_records(nullptr, doc, ndoc, bugs, nbugs);
+}
+
+/// The body of a test that runs the stream under option variants: for each of confs[0..n) (a
+/// MALLOC_CONF string each), records the stream on both libraries under it and compares the
+/// records as compare_with_reference does; Excl entries with a conf apply only under that
+/// variant.  Every variant runs even when an earlier one failed; the failures name the variant,
+/// and a last note lists the variants that failed.
+inline void compare_with_reference_under(const char *const *confs, size_t n, const Excl *doc,
+                                         size_t ndoc, const Excl *bugs, size_t nbugs) {
+  const char *libs[2];
+  static char failed[4096];
+  size_t nfailed = 0;
+  failed[0] = '\0';
+  if (!libraries(libs)) return;
+  for (size_t v = 0; v < n; v++) {
+    int st[2];
+    record_pair(libs, confs[v], st);
+    bool ok = records_ok(libs, st, confs[v]);
+    ok = compare_records(confs[v], doc, ndoc, bugs, nbugs) == 0 && ok;
+    if (!ok) {
+      size_t o = std::strlen(failed);
+      std::snprintf(failed + o, sizeof(failed) - o, " %s", confs[v]);
+      nfailed++;
+    }
+  }
+  note("%zu variants, %zu failed%s%s", n, nfailed, nfailed ? ":" : "", failed);
+}
+
+template <size_t V, size_t N, size_t M>
+inline void compare_with_reference_under(const char *const (&confs)[V], const Excl (&doc)[N],
+                                         const Excl (&bugs)[M]) {
+  compare_with_reference_under(confs, V, doc, N, bugs, M);
 }
 
 template <size_t N, size_t M>
