@@ -17,6 +17,7 @@ namespace je {
 namespace {
 
 constexpr size_t kPage = config::kPage;
+constexpr size_t kArena0OversizeThreshold = size_t{8} << 20;
 
 /// Per-thread arena state: decay pacing (arenas advance decay every ~1000 allocation events of a
 /// thread, a uniformly random period with that mean so threads do not fire in lock step) and the
@@ -60,7 +61,9 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
   o.retain = g_opt.retain;
   o.lg_max_fit = static_cast<unsigned>(g_opt.lg_extent_max_active_fit);
   o.bounded_coalesce = g_opt.bounded_coalesce;
-  o.oversize_threshold = arenas_oversize_threshold();
+  // Arena 0 is made before 5.3.0 applies opt.oversize_threshold, so it keeps the built-in
+  // 8 MiB whatever the option says (arena.0.oversize_threshold reads 8388608 there too).
+  o.oversize_threshold = ind == 0 ? kArena0OversizeThreshold : arenas_oversize_threshold();
   o.dirty_decay_ms = arenas_dirty_decay_ms_default();
   o.muzzy_decay_ms = arenas_muzzy_decay_ms_default();
   o.now_ns = a->create_ns_;
