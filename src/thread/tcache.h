@@ -108,8 +108,9 @@ Tcache* tcaches_get(unsigned ind);
 bool tcaches_flush(unsigned ind);
 bool tcaches_destroy(unsigned ind);
 
-/// Internal allocations (cache slot arrays, explicit caches): arena 0, never cached. Their
-/// usable size is counted in the serving arena's internal bytes (stats.arenas.<i>.internal).
+/// Internal allocations (cache slot arrays, explicit caches): arena 0, page aligned, never
+/// cached. Their usable size is counted in the serving arena's internal bytes
+/// (stats.arenas.<i>.internal).
 void* internal_alloc(size_t size);
 void internal_free(void* ptr);
 

@@ -346,7 +346,7 @@ TEST_F(CtlStats, InternalCountsCacheMemoryInArenaZero) {
   unsigned ind = manual_arena(&a);
   epoch();
   const size_t i0 = astat<size_t>(0, "internal");
-  const size_t stack = sz::s2u(g_tcache_geo.stack_bytes);
+  const size_t stack = sz::sa2u(g_tcache_geo.stack_bytes, config::kPage);
   // A cache bound to the manual arena still takes its slot array from arena 0, as 5.3.0.
   auto* t = new Tcache();
   ASSERT_TRUE(tcache_init(t, a));
@@ -365,7 +365,8 @@ TEST_F(CtlStats, InternalCountsCacheMemoryInArenaZero) {
   unsigned tc;
   ASSERT_TRUE(tcaches_create(a, &tc));
   epoch();
-  EXPECT_EQ(astat<size_t>(0, "internal"), i0 + sz::s2u(sizeof(Tcache) + g_tcache_geo.stack_bytes));
+  EXPECT_EQ(astat<size_t>(0, "internal"),
+            i0 + sz::sa2u(sizeof(Tcache) + g_tcache_geo.stack_bytes, config::kPage));
   ASSERT_TRUE(tcaches_destroy(tc));
   epoch();
   EXPECT_EQ(astat<size_t>(0, "internal"), i0);
