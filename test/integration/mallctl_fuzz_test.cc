@@ -711,4 +711,14 @@ TEST(stream_leaves_the_allocator_working) {
 
 TEST(same_results_as_5_3_0) { jt::diff::compare_with_reference(kDocumented, kKnownBugs); }
 
+// The stream under option variants (differential.h): only options that leave the call pattern
+// deterministic (the stream reads no placement and no statistic value). Not percpu_arena:percpu:
+// which arenas exist (the stream addresses arena 1) follows the CPU the thread runs on.
+constexpr const char *kConfs[] = {"narenas:1", "tcache:false", "oversize_threshold:0",
+                                  "background_thread:false", "dirty_decay_ms:0"};
+
+TEST(same_results_under_options) {
+  jt::diff::compare_with_reference_under(kConfs, kDocumented, kKnownBugs);
+}
+
 int main(int argc, char **argv) { return jt::diff::main(argc, argv, run_stream); }

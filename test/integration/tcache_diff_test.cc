@@ -43,7 +43,8 @@
 // Determinism: decay off (the program's malloc_conf, read by both libraries: purging runs on a
 // clock); our coalescing bound off (malloc_conf_2_conf_harder, read by this library only:
 // doc/compat.md#conf-2-conf-harder) so extents merge, hence large blocks grow in place, as in
-// 5.3.0. The cache options stay at their defaults (checked in the setup line). The GC event's
+// 5.3.0. The cache options stay at their defaults in the default run (the setup line prints
+// them; it requires tcache_max 32 KiB and a GC period of at most the tick). The GC event's
 // state at the start depends on everything the program allocated before; the setup realigns
 // it: with the cache off, a 64 KiB block allocated and freed fires both events (re-armed 64 KiB
 // later), then the cache is switched back on (a fresh cache: next GC bin 0, fill divisors 1).
@@ -333,7 +334,7 @@ bool setup() {
   put("00 setup setup | nbins=%u nhbins=%u tcache_max=%zu gc_incr=%zu gc_delay=%zu thread_arena=%u"
       " tick_lextent=%u rc=%d", g.nbins, g.nhbins, tcache_max, gc_incr, gc_delay, g.thr,
       g.tick_lext, rc);
-  finish(rc != 0 || bounded || gc_incr != 65536 || tcache_max != 32768);
+  finish(rc != 0 || bounded || gc_incr > kTick || tcache_max != 32768);  // a tick: >= 1 GC step
   return true;
 }
 
@@ -578,6 +579,8 @@ bool run_stream(FILE *out) {
 // as implementation-dependent: fills, flushes and the GC are specified, and every other line
 // agrees.
 using jt::diff::Excl;
+constexpr const char *kSlab1 = "slab_sizes:1-4096:1", *kMul0 = "lg_tcache_nslots_mul:0",
+                     *kMax50 = "tcache_nslots_small_max:50";
 
 // compat.md#explicit-tcache-flush: 5.3.0's tcache.flush destroys the explicit cache, freeing its
 // one internal 28 KiB block (lextents.3: ndalloc +1 beyond the cached blocks; the probe assigns
@@ -591,6 +594,10 @@ constexpr Excl kDocumented[] = {
     {"explicit_touch:end.large", nullptr, nullptr, "explicit-tcache-flush"},
     {"explicit_touch:thr.large.nfills", nullptr, nullptr, "explicit-tcache-flush"},
     {"explicit_touch:thr.lextents.3.*", nullptr, nullptr, "explicit-tcache-flush"},
+    // The same under variants whose smaller slot counts put the cache's block in another class.
+    {"explicit_*:thr.lextents.1.*", nullptr, nullptr, "explicit-tcache-flush", kSlab1},
+    {"explicit_*:thr.lextents.2.*", nullptr, nullptr, "explicit-tcache-flush", kMul0},
+    {"explicit_*:thr.lextents.0.*", nullptr, nullptr, "explicit-tcache-flush", kMax50},
 };
 
 // KNOWN BUGS of this library; delete an entry with its fix.
@@ -606,5 +613,17 @@ TEST(stream_in_process) {
 }
 
 TEST(same_cache_behaviour_as_5_3_0) { jt::diff::compare_with_reference(kDocumented, kKnownBugs); }
+
+// The stream under option variants (differential.h); decay stays off and bounded_coalesce off
+// beneath each. Fills, flushes and GC steps stay byte-driven under all of them: the layout
+// options (arenas, slab sizes, shards) and the slot-count, flush and GC-period options change
+// the counts, never their determinism.
+constexpr const char *kConfs[] = {
+    "narenas:1", "junk:true", "zero:true", kSlab1, "bin_shards:1-14336:2", kMul0, kMax50,
+    "lg_tcache_flush_small_div:2", "tcache_gc_incr_bytes:32768"};
+
+TEST(same_cache_behaviour_under_options) {
+  jt::diff::compare_with_reference_under(kConfs, kDocumented, kKnownBugs);
+}
 
 int main(int argc, char **argv) { return jt::diff::main(argc, argv, run_stream); }
