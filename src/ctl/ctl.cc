@@ -275,30 +275,6 @@ int node_arenas_nhbins(Req& r) {
   return read_out(r, v);
 }
 
-int node_arenas_bin_size(Req& r) {
-  if (int e = readonly(r)) return e;
-  size_t v = g_bin_geo[r.mib[2]].reg_size;
-  return read_out(r, v);
-}
-
-int node_arenas_bin_nregs(Req& r) {
-  if (int e = readonly(r)) return e;
-  uint32_t v = g_bin_geo[r.mib[2]].nregs;
-  return read_out(r, v);
-}
-
-int node_arenas_bin_slab_size(Req& r) {
-  if (int e = readonly(r)) return e;
-  size_t v = g_bin_geo[r.mib[2]].slab_size;
-  return read_out(r, v);
-}
-
-int node_arenas_bin_nshards(Req& r) {
-  if (int e = readonly(r)) return e;
-  uint32_t v = g_bin_geo[r.mib[2]].nshards;
-  return read_out(r, v);
-}
-
 int node_arenas_lextent_size(Req& r) {
   if (int e = readonly(r)) return e;
   size_t v = sz::index2size(static_cast<szind_t>(sc::kNBins + r.mib[2]));

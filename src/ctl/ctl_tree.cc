@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "arena/bin_info.h"
 #include "ctl/ctl_handlers.h"
 #include "ctl/ctl_stats.h"
 #include "meta/sc.h"
@@ -33,6 +34,14 @@ int ro_const(Req& r) {
 template <bool V>
 int config_bool(Req& r) {
   return ro_const<bool, V>(r);
+}
+
+/// arenas.bin.<j>.<field>: one field of the run-time bin geometry, read as T.
+template <class T, uint32_t BinGeometry::*Field>
+int arenas_bin_field(Req& r) {
+  if (int e = readonly(r)) return e;
+  T v = g_bin_geo[r.mib[2]].*Field;
+  return read_out(r, v);
 }
 
 // ---- index checks ------------------------------------------------------------------------------
@@ -133,10 +142,10 @@ constexpr Node kTcache[] = {
 // ---- arenas.* --------------------------------------------------------------------------------
 
 constexpr Node kArenasBinElem[] = {
-    leaf("size", &node_arenas_bin_size),
-    leaf("nregs", &node_arenas_bin_nregs),
-    leaf("slab_size", &node_arenas_bin_slab_size),
-    leaf("nshards", &node_arenas_bin_nshards),
+    leaf("size", &arenas_bin_field<size_t, &BinGeometry::reg_size>),
+    leaf("nregs", &arenas_bin_field<uint32_t, &BinGeometry::nregs>),
+    leaf("slab_size", &arenas_bin_field<size_t, &BinGeometry::slab_size>),
+    leaf("nshards", &arenas_bin_field<uint32_t, &BinGeometry::nshards>),
 };
 constexpr Node kArenasBinI = named("", kArenasBinElem);
 constexpr Node kArenasLextentElem[] = {

@@ -188,6 +188,20 @@ void print_mutexes(Emitter& e, size_t ind, uint64_t uptime) {
   e.json_object_end();
 }
 
+/// The columns the bins and large tables share: size, ind, allocated and the three counters
+/// with their rates (the tables differ only in the width of the last rate).
+void add_count_titles(Row& row, int nrequests_rate_width) {
+  row.add(Justify::kRight, 20, Value::title("size"));
+  row.add(Justify::kRight, 4, Value::title("ind"));
+  row.add(Justify::kRight, 13, Value::title("allocated"));
+  row.add(Justify::kRight, 13, Value::title("nmalloc"));
+  row.add(Justify::kRight, 8, Value::title("(#/sec)"));
+  row.add(Justify::kRight, 13, Value::title("ndalloc"));
+  row.add(Justify::kRight, 8, Value::title("(#/sec)"));
+  row.add(Justify::kRight, 13, Value::title("nrequests"));
+  row.add(Justify::kRight, nrequests_rate_width, Value::title("(#/sec)"));
+}
+
 void print_bins(Emitter& e, size_t ind, bool mutex, uint64_t uptime, size_t page) {
   unsigned nbins;
   get("arenas.nbins", &nbins);
@@ -197,15 +211,7 @@ void print_bins(Emitter& e, size_t ind, bool mutex, uint64_t uptime, size_t page
     kNfills, kNfillsPs, kNflushes, kNflushesPs, kNslabs, kNreslabs, kNreslabsPs
   };
   Row row;
-  row.add(Justify::kRight, 20, Value::title("size"));
-  row.add(Justify::kRight, 4, Value::title("ind"));
-  row.add(Justify::kRight, 13, Value::title("allocated"));
-  row.add(Justify::kRight, 13, Value::title("nmalloc"));
-  row.add(Justify::kRight, 8, Value::title("(#/sec)"));
-  row.add(Justify::kRight, 13, Value::title("ndalloc"));
-  row.add(Justify::kRight, 8, Value::title("(#/sec)"));
-  row.add(Justify::kRight, 13, Value::title("nrequests"));
-  row.add(Justify::kRight, 10, Value::title("(#/sec)"));
+  add_count_titles(row, 10);
   row.add(Justify::kRight, 9, Value::title("nshards"));
   row.add(Justify::kRight, 13, Value::title("curregs"));
   row.add(Justify::kRight, 13, Value::title("curslabs"));
@@ -321,15 +327,7 @@ void print_lextents(Emitter& e, size_t ind, uint64_t uptime) {
   get("arenas.nbins", &nbins);
   get("arenas.nlextents", &nlextents);
   Row row;
-  row.add(Justify::kRight, 20, Value::title("size"));
-  row.add(Justify::kRight, 4, Value::title("ind"));
-  row.add(Justify::kRight, 13, Value::title("allocated"));
-  row.add(Justify::kRight, 13, Value::title("nmalloc"));
-  row.add(Justify::kRight, 8, Value::title("(#/sec)"));
-  row.add(Justify::kRight, 13, Value::title("ndalloc"));
-  row.add(Justify::kRight, 8, Value::title("(#/sec)"));
-  row.add(Justify::kRight, 13, Value::title("nrequests"));
-  row.add(Justify::kRight, 8, Value::title("(#/sec)"));
+  add_count_titles(row, 8);
   row.add(Justify::kRight, 13, Value::title("curlextents"));
   row.cols[0].width -= 6;  // room for the "large:" label
   e.table_printf("large:");

@@ -233,15 +233,19 @@ void Emitter::dict_end() {
   depth_--;
 }
 
+void Emitter::table_key_value(const char* table_key, Value v) {
+  indent();
+  puts(table_key);
+  put(": ", 2);
+  put_value(v);
+}
+
 void Emitter::kv(const char* json_key, const char* table_key, Value v) {
   if (json_) {
     json_kv(json_key, v);
     return;
   }
-  indent();
-  puts(table_key);
-  put(": ", 2);
-  put_value(v);
+  table_key_value(table_key, v);
   put("\n", 1);
 }
 
@@ -251,10 +255,7 @@ void Emitter::kv_note(const char* json_key, const char* table_key, Value v,
     json_kv(json_key, v);
     return;
   }
-  indent();
-  puts(table_key);
-  put(": ", 2);
-  put_value(v);
+  table_key_value(table_key, v);
   put(" (", 2);
   puts(note_key);
   put(": ", 2);

@@ -151,6 +151,8 @@ class Emitter {
   void flush();
   /// Prints v unpadded (strings quoted; escaped in JSON).
   void put_value(Value v);
+  /// Table form "<indent>key: value" (no line end), shared by kv and kv_note.
+  void table_key_value(const char* table_key, Value v);
   /// Prints v justified in a field of `width` characters (never truncated).
   void put_padded(Value v, Justify j, int width);
   void indent();
