@@ -14,7 +14,28 @@ void sub(std::atomic<size_t>& c, size_t v) {
 }
 }  // namespace
 
-pszind_t Eset::bin_of(size_t size) { return sz::psz2ind(sz::psz_quantize_floor(size)); }
+pszind_t Eset::bin_of(size_t size, size_t pad) {
+  return sz::psz2ind(sz::psz_quantize_floor(size, pad));
+}
+
+pszind_t Eset::fit_limit(size_t size, unsigned lg_max_fit) {
+  constexpr pszind_t kAll = kNBins - 1;
+  if (lg_max_fit >= kUnboundedFit || size >= (SIZE_MAX >> lg_max_fit)) return kAll;
+  // (c >> lg) <= size  <=>  c < (size + 1) << lg: the last bin is the largest class below x.
+  size_t x = (size + 1) << lg_max_fit;
+  if (x > sz::pind2sz(sc::kNPSizes)) return kAll;
+  pszind_t first_not_below = sz::psz2ind(x);
+  return first_not_below == 0 ? 0 : first_not_below - 1;  // 0: sizes are at least a page
+}
+
+size_t Eset::max_fit_extent(size_t size, unsigned lg_max_fit, size_t pad) {
+  pszind_t last = fit_limit(size, lg_max_fit);
+  // With the pad, bin j holds [class(j-1) + pad, class(j) + pad), so its largest page
+  // multiple is class(j); without it, bin j holds [class(j), class(j+1)).
+  pszind_t upper = pad == 0 ? last + 1 : last;
+  if (upper >= sc::kNPSizes) return sc::kLargeMaxClass;
+  return sz::pind2sz(upper) + pad - kPage;
+}
 
 void Eset::refresh_min(pszind_t i) {
   Edata* first = bins_[i].heap.first();
@@ -61,12 +82,10 @@ Edata* Eset::first_fit(size_t size, bool exact_only, unsigned lg_max_fit) {
     return start < kNBins ? bins_[start].heap.first() : nullptr;
   }
   pszind_t best = kNBins;
-  for (size_t i = nonempty_.ffs(start); i < kNBins; i = nonempty_.ffs(i + 1)) {
-    // The reuse bound: a bin whose class is more than 2^lg_max_fit times the request holds
-    // extents too big to be worth splitting for it.
-    if (lg_max_fit < kUnboundedFit && (sz::pind2sz(static_cast<pszind_t>(i)) >> lg_max_fit) > size) {
-      break;
-    }
+  // The reuse bound: a bin whose class is more than 2^lg_max_fit times the request holds
+  // extents too big to be worth splitting for it.
+  size_t last = fit_limit(size, lg_max_fit);
+  for (size_t i = nonempty_.ffs(start); i <= last; i = nonempty_.ffs(i + 1)) {
     if (best == kNBins || less(bins_[i].min, bins_[best].min)) best = static_cast<pszind_t>(i);
   }
   return best == kNBins ? nullptr : bins_[best].heap.first();

@@ -48,8 +48,22 @@ class Eset {
   size_t nextents(pszind_t bin) const { return bins_[bin].nextents.load(std::memory_order_relaxed); }
   size_t nbytes(pszind_t bin) const { return bins_[bin].nbytes.load(std::memory_order_relaxed); }
 
-  /// Bin index used for an extent of `size` bytes.
-  static pszind_t bin_of(size_t size);
+  /// Bin index used for an extent of `size` bytes (`pad`: the cache-oblivious pad; the
+  /// parameter lets tests check the arithmetic for builds with and without it).
+  static pszind_t bin_of(size_t size, size_t pad = sz::kLargePad);
+
+  /// The last bin a bounded fit search for `size` bytes looks in: the bins whose class c has
+  /// (c >> lg_max_fit) <= size (jemalloc's reuse bound, applied to bin classes). Every bin
+  /// from the request's own up to this one is searched; kNBins - 1 when the bound admits all.
+  static pszind_t fit_limit(size_t size, unsigned lg_max_fit);
+
+  /// The largest extent a bounded fit search for `size` bytes can find: the largest size
+  /// filed in a bin up to fit_limit(size). Not `size << lg_max_fit`: bin j holds extents up
+  /// to one page short of class(j) + pad, so a bin can hold extents the search for `size`
+  /// may use and others, of the same bin, above that product (or, without the pad, the
+  /// search admits extents above it). This is the coalescing bound (extent.cc, doc/design/
+  /// coalescing.md). Saturates at sc::kLargeMaxClass.
+  static size_t max_fit_extent(size_t size, unsigned lg_max_fit, size_t pad = sz::kLargePad);
 
  private:
   struct Summary {

@@ -5,6 +5,8 @@
 // "record" is deactivate preceded by the coalescing regime of the ecache.
 #include "extent/extent.h"
 
+#include <algorithm>
+
 #include "extent/ecache.h"
 #include "extent/emap.h"
 #include "extent/pac.h"
@@ -150,15 +152,23 @@ void record(Pac& pac, Ecache& ec, Edata* e) {
   if (!ec.delay_coalesce) {
     e = try_coalesce(pac, ec, e, sc::kLargeMaxClass, CoalesceMode::kFull, &coalesced);
   } else if (e->size >= sc::kLargeMinClass) {
+    size_t threshold = pac.oversize_threshold();
+    bool purges_oversize = threshold != 0 && may_force_decay(pac);
     // The bound is fixed by the size of the extent being freed; as merges accumulate the room
     // left only shrinks, so a neighbour refused once stays refused for this call.
-    size_t max_size = pac.bounded_coalesce() ? coalesce_bound(e->size, pac.lg_max_fit())
-                                             : sc::kLargeMaxClass;
+    size_t max_size = sc::kLargeMaxClass;
+    if (pac.bounded_coalesce()) {
+      max_size = coalesce_bound(e->size, pac.lg_max_fit());
+      // Nor may a bounded merge reach the oversize threshold: the result would be purged
+      // below, and the freeing workload would fault the same pages in again.
+      if (purges_oversize && e->size < threshold) {
+        max_size = std::min(max_size, align_down(threshold - 1, kPage));
+      }
+    }
     do {
       e = try_coalesce(pac, ec, e, max_size, CoalesceMode::kEager, &coalesced);
     } while (coalesced);
-    size_t threshold = pac.oversize_threshold();
-    if (threshold != 0 && e->size >= threshold && may_force_decay(pac)) {
+    if (purges_oversize && e->size >= threshold) {
       ec.mtx.unlock();
       maximally_purge(pac, e);
       return;
@@ -319,8 +329,7 @@ Edata* alloc_wrapper(Pac& pac, void* new_addr, size_t size, size_t alignment, bo
 }  // namespace
 
 size_t coalesce_bound(size_t size, unsigned lg_max_fit) {
-  if (lg_max_fit >= 64 || size > (sc::kLargeMaxClass >> lg_max_fit)) return sc::kLargeMaxClass;
-  return size << lg_max_fit;
+  return Eset::max_fit_extent(size, lg_max_fit);
 }
 
 Edata* ecache_alloc(Pac& pac, Ecache& ecache, Edata* expand, size_t size, size_t alignment,
@@ -359,7 +368,7 @@ void ecache_dalloc(Pac& pac, Ecache& ecache, Edata* e) {
   record(pac, ecache, e);
 }
 
-Edata* ecache_evict(Pac& pac, Ecache& ec, size_t npages_min) {
+Edata* ecache_evict(Pac& pac, Ecache& ec, size_t npages_min, size_t npages_want) {
   MutexGuard guard(ec.mtx);
   Edata* e;
   for (;;) {
@@ -367,13 +376,27 @@ Edata* ecache_evict(Pac& pac, Ecache& ec, size_t npages_min) {
     if (e == nullptr || ec.npages() <= npages_min) return nullptr;
     ec.eset.remove(e);
     if (!ec.delay_coalesce) break;
-    // Delayed coalescing happens here, unbounded: what reaches muzzy/retained is as large as
-    // possible, so purging costs few madvise calls.
+    // Delayed coalescing happens here, with no reuse bound: what is purged goes out in few
+    // madvise calls.
     g_emap.update_state(e, ExtentState::kActive);
     bool coalesced;
+    if (pac.bounded_coalesce()) {
+      // It stops at what the caller wants purged, and the merged extent is the victim: put
+      // back into the dirty cache it would be an extent that no request of the sizes that
+      // freed its pieces may split -- the hole the bound closes on the free path.
+      size_t want = npages_want > (sc::kLargeMaxClass >> config::kLgPage)
+                        ? sc::kLargeMaxClass
+                        : npages_want << config::kLgPage;
+      size_t max_size = std::max(e->size, want);
+      do {
+        e = try_coalesce(pac, ec, e, max_size, CoalesceMode::kEvict, &coalesced);
+      } while (coalesced);
+      break;
+    }
+    // 5.3.0 (bounded_coalesce:false): merge without limit; the merged extent goes back at the
+    // LRU tail (keeping the older sn) and the search starts over.
     e = try_coalesce(pac, ec, e, sc::kLargeMaxClass, CoalesceMode::kEvict, &coalesced);
     if (!coalesced) break;
-    // The merged extent goes back (at the LRU tail, keeping the older sn); start over.
     deactivate_locked(ec, e);
   }
   if (ec.state == ExtentState::kRetained) {

@@ -5,11 +5,13 @@
 //   * muzzy and retained: full coalescing with free neighbours on insertion, no size bound;
 //   * dirty, small extents (< 16 KiB, i.e. emptied slabs): no coalescing on insertion (delayed);
 //   * dirty, large extents: eager coalescing, one merge at a time, but -- the project's fix --
-//     never into an extent larger than `size << lg_extent_max_active_fit` (saturating at the
-//     largest class), the same ratio under which a dirty extent may later be split for a
-//     request. A neighbour claimed but refused for size is released unchanged. Switchable per
-//     Pac (opt.bounded_coalesce) to reproduce jemalloc 5.3's unbounded behaviour.
-// Eviction (decay/purge) coalesces the LRU extent with no bound before handing it out.
+//     never into an extent larger than the dirty fit search for `size` bytes can find again
+//     (coalesce_bound: about `size << lg_extent_max_active_fit`, worked out from the eset's
+//     bins), nor, when oversize extents are purged inline, into one at or above the oversize
+//     threshold. A neighbour claimed but refused for size is released unchanged. Switchable
+//     per Pac (opt.bounded_coalesce) to reproduce jemalloc 5.3's unbounded behaviour.
+// Eviction (decay/purge) coalesces the LRU extent with no reuse bound; with the bound on, only
+// up to the amount the purge wants, and the merged extent never goes back into the dirty cache.
 // Layer: extent. Callers: pac (and unit tests).
 // Concurrency: see pac.h. Functions taking an Ecache lock it themselves; the caller holds
 // nothing except where stated (grow_mtx for retained recycling is taken inside).
@@ -19,6 +21,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "extent/edata.h"
 
@@ -30,7 +33,10 @@ class Ecache;
 namespace extent {
 
 /// The largest extent eager dirty coalescing may build from a freed extent of `size` bytes:
-/// size << lg_max_fit, saturating at sc::kLargeMaxClass.
+/// the largest extent a dirty fit search for `size` bytes can find (Eset::max_fit_extent), so
+/// the merged extent stays reusable by requests of the size that freed it; about
+/// size << lg_max_fit, saturating at sc::kLargeMaxClass. (record() also keeps it below the
+/// oversize threshold when oversize extents are purged inline.)
 size_t coalesce_bound(size_t size, unsigned lg_max_fit);
 
 /// Take an extent of `size` bytes aligned to `alignment` from `ecache` (dirty or muzzy), or,
@@ -43,10 +49,15 @@ Edata* ecache_alloc_grow(Pac& pac, Edata* expand, size_t size, size_t alignment,
                          bool* fresh);
 /// Record a free (owned, registered) extent into `ecache`, coalescing per the ecache's regime.
 void ecache_dalloc(Pac& pac, Ecache& ecache, Edata* e);
-/// Remove and return the least recently inserted extent (after delayed, unbounded coalescing)
-/// if the ecache holds more than `npages_min` pages. Dirty/muzzy victims come back active;
-/// retained victims come back deregistered. nullptr if nothing to evict.
-Edata* ecache_evict(Pac& pac, Ecache& ecache, size_t npages_min);
+/// Remove and return the least recently inserted extent if the ecache holds more than
+/// `npages_min` pages. In the dirty ecache the victim first absorbs its free neighbours (the
+/// delayed coalescing; no reuse bound): with the coalescing bound on, until it reaches
+/// `npages_want` pages (never fewer than its own), and the merged extent is the victim; with it
+/// off (5.3.0), without limit, and a merged extent goes back to the LRU tail while the search
+/// starts over. Dirty/muzzy victims come back active; retained victims come back
+/// deregistered. nullptr if nothing to evict.
+Edata* ecache_evict(Pac& pac, Ecache& ecache, size_t npages_min,
+                    size_t npages_want = SIZE_MAX);
 
 /// Hand an owned extent to the OS: unmap it if the hooks allow, else decommit or purge it and
 /// record it as retained.

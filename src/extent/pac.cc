@@ -174,7 +174,7 @@ void Pac::decay_to_limit(ExtentState which, bool fully, size_t npages_limit, siz
   size_t nstashed = 0;
   Ecache& ec = ecache_of(which);
   while (nstashed < npages_max) {
-    Edata* e = extent::ecache_evict(*this, ec, npages_limit);
+    Edata* e = extent::ecache_evict(*this, ec, npages_limit, npages_max - nstashed);
     if (e == nullptr) break;
     stash.push_back(e);
     nstashed += e->npages();

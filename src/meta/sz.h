@@ -173,18 +173,19 @@ constexpr size_t psz2u(size_t psz) {
 
 /// Largest "psz class + pad" extent size <= `size` (page-aligned, > 0): the size under which a
 /// free extent of `size` bytes is filed, so any extent found in that bin can serve that class.
-/// An extent no larger than one page plus the pad is returned unchanged.
-constexpr size_t psz_quantize_floor(size_t size) {
-  const pszind_t p = psz2ind(size - kLargePad + 1);
+/// An extent no larger than one page plus the pad is returned unchanged. `pad` is the
+/// cache-oblivious pad (kLargePad); the parameter exists so tests can check both builds.
+constexpr size_t psz_quantize_floor(size_t size, size_t pad = kLargePad) {
+  const pszind_t p = psz2ind(size - pad + 1);
   if (p == 0) return size;
-  return pind2sz(p - 1) + kLargePad;
+  return pind2sz(p - 1) + pad;
 }
 
 /// Smallest "psz class + pad" extent size >= `size` (page-aligned, > 0): the bin to start
 /// searching from so that every extent found is at least `size` bytes.
-constexpr size_t psz_quantize_ceil(size_t size) {
-  size_t r = psz_quantize_floor(size);
-  if (r < size) r = pind2sz(psz2ind(r - kLargePad + 1)) + kLargePad;
+constexpr size_t psz_quantize_ceil(size_t size, size_t pad = kLargePad) {
+  size_t r = psz_quantize_floor(size, pad);
+  if (r < size) r = pind2sz(psz2ind(r - pad + 1)) + pad;
   return r;
 }
 

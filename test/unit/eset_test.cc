@@ -11,6 +11,7 @@ namespace {
 
 constexpr size_t kKiB = 1024;
 constexpr size_t kMiB = 1024 * kKiB;
+constexpr size_t kPg = 4096;
 
 struct EsetTest : ::testing::Test {
   Eset eset;
@@ -109,6 +110,75 @@ TEST_F(EsetTest, AlignedFitUsesInteriorRange) {
   eset.remove(e);
   add(0x20000000 + 4 * kKiB, 72 * kKiB, 1);  // boundary at +60K leaves only 12 KiB
   EXPECT_EQ(eset.fit(20 * kKiB, 64 * kKiB, false, 6), nullptr);
+}
+
+// The search's reach, by brute force: the bins a bounded search for `size` looks in are those
+// whose class c has (c >> lg) <= size (jemalloc's rule, applied to bin classes).
+pszind_t brute_fit_limit(size_t size, unsigned lg) {
+  pszind_t last = 0;
+  for (pszind_t i = 0; i < Eset::kNBins; i++) {
+    if (lg >= Eset::kUnboundedFit || (sz::pind2sz(i) >> lg) <= size) last = i;
+  }
+  return last;
+}
+
+// Request sizes worth checking: every page multiple up to 2 MiB, then each class and class +
+// pad, one page either side, up to 64 GiB.
+std::vector<size_t> probe_sizes() {
+  std::vector<size_t> v;
+  for (size_t s = kPg; s <= 2 * kMiB; s += kPg) v.push_back(s);
+  for (pszind_t i = 0; i < sc::kNPSizes && sz::pind2sz(i) <= (size_t{64} << 30); i++) {
+    for (size_t s : {sz::pind2sz(i) - kPg, sz::pind2sz(i), sz::pind2sz(i) + kPg,
+                     sz::pind2sz(i) + 2 * kPg}) {
+      if (s > 2 * kMiB) v.push_back(s);
+    }
+  }
+  return v;
+}
+
+TEST(EsetReach, FitLimitIsTheClassRule) {
+  for (unsigned lg : {0u, 1u, 2u, 3u, 6u, 8u, 20u, 40u, Eset::kUnboundedFit}) {
+    for (size_t s : probe_sizes()) {
+      ASSERT_EQ(Eset::fit_limit(s, lg), brute_fit_limit(s, lg)) << "size " << s << " lg " << lg;
+    }
+  }
+  EXPECT_EQ(Eset::fit_limit(sc::kLargeMaxClass, 6), Eset::kNBins - 1);
+  EXPECT_EQ(Eset::fit_limit(SIZE_MAX - kPg + 1, 1), Eset::kNBins - 1);
+}
+
+// The coalescing bound is the largest extent the search for the freed size can find again:
+// filed in a searched bin, while one page more would not be -- with and without the pad.
+TEST(EsetReach, MaxFitExtentIsTheLargestReachable) {
+  for (size_t pad : {size_t{0}, kPg}) {
+    for (unsigned lg : {0u, 1u, 2u, 6u, 8u}) {
+      for (size_t s : probe_sizes()) {
+        size_t m = Eset::max_fit_extent(s, lg, pad);
+        pszind_t last = Eset::fit_limit(s, lg);
+        ASSERT_EQ(m % kPg, 0u);
+        ASSERT_LE(Eset::bin_of(m, pad), last) << "pad " << pad << " size " << s << " lg " << lg;
+        if (m < sc::kLargeMaxClass) {
+          ASSERT_GT(Eset::bin_of(m + kPg, pad), last)
+              << "pad " << pad << " size " << s << " lg " << lg;
+        }
+        // A freed extent of an allocation's own size (class + pad) always fits its own bound,
+        // and with the pad the bound never exceeds size << lg (the stated ratio).
+        if (lg >= 1 && sz::psz_quantize_floor(s, pad) == s) ASSERT_GE(m, s);
+        if (pad != 0 && lg < 64 && s <= (sc::kLargeMaxClass >> lg)) ASSERT_LE(m, s << lg);
+      }
+    }
+  }
+}
+
+TEST_F(EsetTest, ReachClosesTheHoleAt116KiB) {
+  // 100,000-byte requests: usable 112 KiB, extent 116 KiB. 116 KiB << 6 = 7424 KiB sits in the
+  // 8 MiB bin, which a 116 KiB search never reaches; the bound is the 7 MiB class instead.
+  size_t s = 116 * kKiB;
+  EXPECT_EQ(Eset::max_fit_extent(s, 6), 7 * kMiB);
+  Edata* too_big = add(0x10000000, s << 6, 1);
+  EXPECT_EQ(eset.fit(s, kPg, false, 6), nullptr);
+  Edata* ok = add(0x20000000, 7 * kMiB, 2);
+  EXPECT_EQ(eset.fit(s, kPg, false, 6), ok);
+  EXPECT_NE(too_big, ok);
 }
 
 TEST_F(EsetTest, HugeRequestsDoNotOverflow) {

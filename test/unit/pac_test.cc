@@ -232,5 +232,82 @@ TEST(Pac, RallocPatternWithSlabs) {
   EXPECT_GT(u.mapped.back(), 4 * b.mapped.back());
 }
 
+// A burst of `n` extents of `size` bytes, all freed, then requested again: the pages the second
+// burst takes from retained or fresh memory (each a page fault when touched) and the pages the
+// free path purged. No memory is touched here, so large sweeps stay cheap.
+struct BurstResult {
+  size_t faulting_pages;
+  uint64_t purged;
+};
+
+BurstResult burst_twice(Pac* pac, size_t size, size_t n) {
+  std::vector<Edata*> v(n);
+  auto faulting = [&] {
+    return pac->stats.alloc_pages[static_cast<int>(PacSource::kRetained)].load() +
+           pac->stats.alloc_pages[static_cast<int>(PacSource::kFresh)].load();
+  };
+  for (auto& e : v) e = pac->alloc(size, kPg, false);
+  for (auto* e : v) pac->dalloc(e);
+  size_t before = faulting();
+  for (auto& e : v) e = pac->alloc(size, kPg, false);
+  BurstResult r{faulting() - before, pac->stats.decay_dirty.purged.load()};
+  for (auto* e : v) pac->dalloc(e);
+  return r;
+}
+
+TEST(Pac, BurstsAreReusedAtEverySize) {
+  // Extent sizes of allocations (class + pad) from 16 KiB to 6 MiB, among them the 30-420 KiB
+  // band whose merged extents used to land in a bin their own size never searches, and sizes
+  // whose bound passes the 8 MiB oversize threshold. Default decay (10 s: the free path may
+  // purge oversize extents inline) and decay off.
+  for (int64_t ms : {int64_t{10000}, int64_t{-1}}) {
+    for (size_t usize = 16 * kKiB; usize <= 6 * 1024 * kKiB; usize = sz::s2u(usize + 1)) {
+      size_t size = usize + sz::kLargePad;
+      size_t n = std::max<size_t>(32, (64 * 1024 * kKiB) / size);  // >= 64 MiB per burst
+      Pac* pac = make_pac(opts(ms, 0));
+      BurstResult r = burst_twice(pac, size, n);
+      EXPECT_EQ(r.faulting_pages, 0u) << "extent " << size << " decay " << ms;
+      EXPECT_EQ(r.purged, 0u) << "extent " << size << " decay " << ms;
+      pac->destroy_retained();
+      pac->decay_all(ExtentState::kDirty, true);
+      pac->destroy_retained();
+    }
+  }
+}
+
+TEST(Pac, UnboundedBurstsAreNotReused) {
+  // The same burst under 5.3.0's unbounded merging (decay off): at 116 KiB the merged extents
+  // are out of the requests' reach.
+  PacOptions o = opts(-1, 0);
+  o.bounded_coalesce = false;
+  Pac* pac = make_pac(o);
+  BurstResult r = burst_twice(pac, 116 * kKiB, 600);
+  EXPECT_GT(r.faulting_pages, 600u * 29 / 4);  // a quarter of the 29-page extents or more
+}
+
+TEST(Pac, EvictionHandsOutWhatItMerged) {
+  // Three adjacent 1 MiB extents that the bound kept apart (lg fit 0). A purge that wants one
+  // extent's pages takes the oldest alone; one that wants everything merges the rest and takes
+  // it whole. Nothing merged is put back into the dirty cache.
+  PacOptions o = opts(-1, 0);
+  o.lg_max_fit = 0;
+  Pac* pac = make_pac(o);
+  Edata* e[3];
+  for (auto& x : e) x = pac->alloc(1024 * kKiB, kPg, false);
+  pac->alloc(4 * kKiB, kPg, false);  // fence
+  for (auto* x : e) pac->dalloc(x);
+  ASSERT_EQ(ecache_sizes(pac->ecache_dirty).size(), 3u);
+  Edata* v = extent::ecache_evict(*pac, pac->ecache_dirty, 0, 256);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->size, 1024 * kKiB);
+  EXPECT_EQ(ecache_sizes(pac->ecache_dirty), (std::vector<size_t>{1024 * kKiB, 1024 * kKiB}));
+  Edata* w = extent::ecache_evict(*pac, pac->ecache_dirty, 0);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->size, 2048 * kKiB);
+  EXPECT_TRUE(ecache_sizes(pac->ecache_dirty).empty());
+  extent::dalloc_wrapper(*pac, v);
+  extent::dalloc_wrapper(*pac, w);
+}
+
 }  // namespace
 }  // namespace je
