@@ -116,7 +116,9 @@ class Arena {
     return binshard_next_.fetch_add(1, std::memory_order_relaxed);
   }
   LargeStats lstats[sc::kNLExtents];
-  std::atomic<unsigned> nthreads[2] = {};  // [0] application threads, [1] internal
+  // [0] application threads bound (stats.arenas.<i>.nthreads); [1] internal holds
+  // (arena_hold: an exiting thread still flushing into the arena). Destroy needs both at 0.
+  std::atomic<unsigned> nthreads[2] = {};
   /// percpu_arena: the thread (its Tsd) that last checked its CPU while on this arena.
   std::atomic<const void*> last_thd{nullptr};
   Base* base() const { return base_; }

@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "arena/arena.h"
+#include "arena/background_thread.h"
 #include "extent/decay.h"
 #include "meta/sc.h"
 #include "os/sysinfo.h"
@@ -141,7 +142,22 @@ void arena_bind(Arena* a) {
   a->nthreads[0].fetch_add(1, std::memory_order_relaxed);
   if (!t_bin_shards.assigned) bin_shards_bind(a->next_binshard_ticket());
 }
-void arena_unbind(Arena* a) { a->nthreads[0].fetch_sub(1, std::memory_order_relaxed); }
+// Release: an exiting thread takes its hold before it unbinds, and arena_destroy_manual reads
+// the bound count (acquire) before the holds, so it never sees both at zero in that window.
+void arena_unbind(Arena* a) { a->nthreads[0].fetch_sub(1, std::memory_order_release); }
+void arena_hold(Arena* a) { a->nthreads[1].fetch_add(1, std::memory_order_relaxed); }
+void arena_unhold(Arena* a) { a->nthreads[1].fetch_sub(1, std::memory_order_relaxed); }
+
+void arena_decay_after_cache_teardown(Arena* cache_arena) {
+  if (Arena* a0 = arena_get(0, false)) a0->decay(/*is_background_thread=*/false, /*all=*/false);
+  if (cache_arena == nullptr) return;
+  // Read after the caller's unbind: when two threads of one arena exit together, at least the
+  // later one sees zero. A thread binding meanwhile only costs it an early purge. With
+  // background threads on they own purging, and 5.3.0 leaves the arena to them.
+  const bool deserted = cache_arena->nthreads[0].load(std::memory_order_relaxed) == 0 &&
+                        !background_thread_enabled();
+  cache_arena->decay(/*is_background_thread=*/false, /*all=*/deserted);
+}
 
 Arena* arena_percpu() {
   PercpuArenaMode mode = g_opt.percpu_arena_mode;

@@ -4,14 +4,18 @@
 // created on first use); index narenas_auto is reserved for the oversize ("huge") arena when
 // oversize_threshold is enabled; manual arenas (arenas.create) take the indices after that.
 // Also holds the process-wide defaults later arenas are created with (arenas.dirty_decay_ms,
-// arenas.muzzy_decay_ms) and the oversize threshold.
-// Layer: arena. Callers: thread layer (binding), api (MALLOCX_ARENA), ctl (arenas.*, arena.<i>.*).
+// arenas.muzzy_decay_ms) and the oversize threshold, and the decay pass that follows a thread
+// cache's teardown (a thread leaving its arena last purges it).
+// Layer: arena. Callers: thread layer (binding, cache teardown), api (MALLOCX_ARENA), ctl
+// (arenas.*, arena.<i>.*).
 // Concurrency: `arenas_mtx` (rank kArenas) serializes creation/destruction; lookups are
-// lock-free acquire loads of the slot array.
+// lock-free acquire loads of the slot array; thread counts are relaxed atomics.
 // Invariants: a slot, once published, points to a fully constructed arena until a manual
-// arena is destroyed (its slot is cleared first; the index becomes reusable).
+// arena is destroyed (its slot is cleared first; the index becomes reusable); a manual arena
+// with bound threads or holds is not destroyed.
 // jemalloc mapping: arenas[], narenas_auto, narenas_total, arena_choose_hard, arena_init,
-// arena_choose_huge / huge_arena_ind, arena_{dirty,muzzy}_decay_ms_default_{get,set}.
+// arena_choose_huge / huge_arena_ind, arena_{dirty,muzzy}_decay_ms_default_{get,set},
+// arena_nthreads_{inc,dec}, the decay calls at the end of tcache_destroy (src/tcache.c).
 #pragma once
 
 #include <cstddef>
@@ -42,6 +46,21 @@ Arena* arena_choose_auto();
 /// binding also picks its bin shards (bin_info.h).
 void arena_bind(Arena* a);
 void arena_unbind(Arena* a);
+/// Internal holds (the arena's internal thread count): arena.<i>.destroy refuses a held arena.
+/// An exiting thread holds its arena from the moment it unbinds until its cache has been
+/// flushed into it and the arena decayed, so a concurrent destroy cannot free it under them.
+void arena_hold(Arena* a);
+void arena_unhold(Arena* a);
+
+/// A thread cache whose arena was `cache_arena` has just been flushed and torn down (thread
+/// exit, thread.tcache.enabled false, tcache.destroy, and tcache.flush, which 5.3.0 implements
+/// as a destruction). The frees of a teardown may have ticked no decay, so, as 5.3.0 does, one
+/// decay step runs on arena 0 (where cache slot arrays live) and one on `cache_arena`; when no
+/// application thread is bound to `cache_arena` any more and background threads are off,
+/// nobody is left to tick it, so that step purges all of its dirty and muzzy pages (what
+/// arena.<i>.purge does) instead. `cache_arena` may be nullptr (only arena 0 then). Takes the
+/// decay and ecache locks; call with no allocator lock held.
+void arena_decay_after_cache_teardown(Arena* cache_arena);
 /// percpu_arena: the automatic arena of the CPU the thread runs on (percpu: one per CPU;
 /// phycpu: hyperthread pairs share one), created on demand; nullptr when percpu is off.
 Arena* arena_percpu();

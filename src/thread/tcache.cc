@@ -138,10 +138,14 @@ bool tcache_init(Tcache* t, Arena* arena, void** stack) {
   return true;
 }
 
-void tcache_destroy(Tcache* t) {
-  if (t->slow.stack == nullptr) return;
+namespace {
+
+// tcache_destroy without the decay pass that follows it; returns the arena the cache was bound
+// to (nullptr if it was never set up).
+Arena* teardown(Tcache* t) {
+  Arena* arena = t->slow.arena;
   tcache_flush_all(t);
-  if (t->slow.arena != nullptr) stats_merge(t, t->slow.arena);
+  if (arena != nullptr) stats_merge(t, arena);
   {
     MutexGuard guard(g_tcaches_mtx);
     g_live.remove(&t->slow);
@@ -150,6 +154,16 @@ void tcache_destroy(Tcache* t) {
   for (CacheBin& b : t->bins) b = CacheBin{};
   t->slow.stack = nullptr;
   t->slow.arena = nullptr;
+  return arena;
+}
+
+}  // namespace
+
+void tcache_destroy(Tcache* t) {
+  // A cache that was never set up (tcache:false, OOM) returned nothing: no decay either, as in
+  // 5.3.0, where a thread without a cache leaves its arena's decay to the usual ticks.
+  if (t->slow.stack == nullptr) return;
+  arena_decay_after_cache_teardown(teardown(t));
 }
 
 void tcache_set_arena(Tcache* t, Arena* arena) {
@@ -344,7 +358,8 @@ bool tcaches_create(Arena* arena, unsigned* ind) {
       return true;
     }
   }
-  tcache_destroy(t);
+  // No index: undo quietly (5.3.0 finds out before building the cache, so nothing decays).
+  teardown(t);
   internal_free(t);
   return false;
 }
@@ -359,6 +374,10 @@ bool tcaches_flush(unsigned ind) {
   Tcache* t = tcaches_get(ind);
   if (t == nullptr) return false;
   tcache_flush_all(t);
+  // 5.3.0 destroys the cache here (and rebuilds it on next use); we keep it
+  // (doc/compat.md#explicit-tcache-flush) but run the decay pass its destruction runs, so the
+  // pages come back the same way.
+  arena_decay_after_cache_teardown(t->slow.arena);
   return true;
 }
 

@@ -78,7 +78,9 @@ void tcache_boot();
 /// owned by the caller) or, when null, allocated here (internal, from arena 0) and freed by
 /// tcache_destroy. False on OOM (the cache stays a zeroed, always-missing cache).
 bool tcache_init(Tcache* t, Arena* arena, void** stack = nullptr);
-/// Flushes everything and frees the slot memory; the cache becomes zeroed again.
+/// Flushes everything and frees the slot memory; the cache becomes zeroed again. Then, as
+/// 5.3.0, the decay pass of arena_decay_after_cache_teardown (arena 0, and the cache's arena:
+/// purged entirely when no thread is bound to it any more). No-op on a cache never set up.
 void tcache_destroy(Tcache* t);
 /// Re-associates the cache with another arena (thread.arena writes).
 void tcache_set_arena(Tcache* t, Arena* arena);
@@ -105,6 +107,7 @@ size_t tcache_bytes(const Arena* arena);
 bool tcaches_create(Arena* arena, unsigned* ind);
 /// The explicit cache `ind`, or nullptr if not created / destroyed.
 Tcache* tcaches_get(unsigned ind);
+/// tcache.flush: flushes the cache (it stays usable) and runs the decay pass 5.3.0 runs there.
 bool tcaches_flush(unsigned ind);
 bool tcaches_destroy(unsigned ind);
 

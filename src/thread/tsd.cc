@@ -25,16 +25,27 @@ constinit uint64_t g_stats_interval = 0;
 constinit uint64_t g_stats_batch = 0;
 constinit std::atomic<uint64_t> g_stats_accum{0};
 
-// Thread exit: flush the cache back to the arenas and leave the thread in purgatory, where
+// Thread exit: leave the arena, flush the cache back to the arenas (tcache_destroy then runs
+// the decay pass: a thread that was its arena's last purges it), and stay in purgatory, where
 // later calls (other destructors) are served without a cache.
 void thread_cleanup(void* arg) {
   Tsd& tsd = *static_cast<Tsd*>(arg);
   if (tsd.state == TsdState::kPurgatory) return;
-  tcache_destroy(&tsd.tcache);
-  if (tsd.arena != nullptr) arena_unbind(tsd.arena);
-  tsd.arena = nullptr;
+  // Purgatory first: a user extent hook called from the flush or the purge below, or anything
+  // else allocating on this thread from now on, gets arena 0 without a cache.
   tsd.state = TsdState::kPurgatory;
   tsd_recompute_fast(tsd);
+  Arena* arena = tsd.arena;
+  tsd.arena = nullptr;
+  // Unbind before the teardown, as 5.3.0 orders it, so the decay pass sees whether any thread
+  // is left; the hold keeps a manual arena from being destroyed while this thread still flushes
+  // into it and purges it.
+  if (arena != nullptr) {
+    arena_hold(arena);
+    arena_unbind(arena);
+  }
+  tcache_destroy(&tsd.tcache);
+  if (arena != nullptr) arena_unhold(arena);
 }
 
 void schedule_alloc_event(Tsd& tsd) {

@@ -7,8 +7,9 @@
 // zero-initialized, which the fast paths read as "empty cache, event due now", so a new
 // thread's first call falls to the slow path and is set up there.
 // Life cycle: uninitialized -> nominal (cache on) / nominal_slow (cache off) -> purgatory
-// (after the thread-exit destructor flushed everything; later calls, e.g. from other TLS
-// destructors, still work, without a cache, on arena 0).
+// (entered at the start of the thread-exit destructor, which then unbinds the arena and tears
+// the cache down -- the last thread of an arena purges it, see arena_decay_after_cache_teardown;
+// later calls, e.g. from other TLS destructors, still work, without a cache, on arena 0).
 // Layer: thread. Callers: api (fast and slow paths), ctl (thread.* names).
 // Concurrency: thread-local; the counters are plain stores that other threads may read
 // through thread.allocatedp (64-bit aligned stores are atomic on the supported platforms).

@@ -1,0 +1,121 @@
+// arenas_test.cc: the registry's thread bookkeeping and what a cache teardown decays --
+// arena_decay_after_cache_teardown purges a deserted arena entirely (decay times notwithstanding)
+// and leaves one that still has a thread, or background threads, to its schedule; an internal
+// hold keeps a manual arena from being destroyed.
+//
+// The arenas here are manual ones with decay -1, so nothing but the forced path can purge them
+// and every expectation is exact.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "arena/arena.h"
+#include "arena/arenas.h"
+#include "arena/background_thread.h"
+#include "extent/emap.h"
+#include "meta/base.h"
+#include "os/pages.h"
+#include "support/nstime.h"
+
+namespace je {
+namespace {
+
+constexpr size_t kLarge = 64 * 1024;
+
+class ArenasTeardown : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    static bool booted = false;
+    if (booted) return;
+    ASSERT_TRUE(pages::boot());
+    ASSERT_NE(base_global(), nullptr);
+    ASSERT_TRUE(arenas_boot());
+    ASSERT_TRUE(background_thread_boot());
+    booted = true;
+  }
+
+  /// A manual arena that never purges on a schedule (dirty and muzzy decay -1).
+  static Arena* arena_never_decaying() {
+    unsigned ind = 0;
+    EXPECT_TRUE(arena_create_manual(nullptr, &ind));
+    Arena* a = arena_get(ind, false);
+    EXPECT_NE(a, nullptr);
+    if (a == nullptr) return nullptr;
+    uint64_t now = nstime_now_ns();
+    EXPECT_TRUE(a->pac.decay_ms_set(ExtentState::kDirty, -1, now));
+    EXPECT_TRUE(a->pac.decay_ms_set(ExtentState::kMuzzy, -1, now));
+    return a;
+  }
+
+  /// Allocates and frees n large extents of `a`, leaving their pages dirty.
+  static void make_dirty(Arena* a, int n) {
+    std::vector<void*> v;
+    for (int i = 0; i < n; i++) {
+      void* p = a->malloc_large(kLarge, 64, false);
+      ASSERT_NE(p, nullptr);
+      v.push_back(p);
+    }
+    for (void* p : v) a->dalloc_large(g_emap.lookup(p));
+    ASSERT_GT(a->pac.ndirty(), 0u);
+  }
+};
+
+TEST_F(ArenasTeardown, DesertedArenaIsPurgedEntirely) {
+  Arena* a = arena_never_decaying();
+  ASSERT_NE(a, nullptr);
+  make_dirty(a, 8);
+  uint64_t npurge = a->pac.stats.decay_dirty.npurge.load();
+  arena_decay_after_cache_teardown(a);
+  EXPECT_EQ(a->pac.ndirty(), 0u);
+  EXPECT_EQ(a->pac.nmuzzy(), 0u);
+  EXPECT_GT(a->pac.stats.decay_dirty.npurge.load(), npurge);
+}
+
+TEST_F(ArenasTeardown, ArenaWithAThreadKeepsItsSchedule) {
+  Arena* a = arena_never_decaying();
+  ASSERT_NE(a, nullptr);
+  arena_bind(a);
+  make_dirty(a, 8);
+  size_t dirty = a->pac.ndirty();
+  arena_decay_after_cache_teardown(a);
+  EXPECT_EQ(a->pac.ndirty(), dirty);  // a normal step: decay -1 purges nothing
+  // The thread leaves: the next teardown finds the arena deserted.
+  arena_unbind(a);
+  arena_decay_after_cache_teardown(a);
+  EXPECT_EQ(a->pac.ndirty(), 0u);
+}
+
+TEST_F(ArenasTeardown, BackgroundThreadsKeepTheSchedule) {
+  Arena* a = arena_never_decaying();
+  ASSERT_NE(a, nullptr);
+  make_dirty(a, 8);
+  size_t dirty = a->pac.ndirty();
+  ASSERT_TRUE(background_thread_set_enabled(true));
+  arena_decay_after_cache_teardown(a);
+  EXPECT_EQ(a->pac.ndirty(), dirty);
+  EXPECT_TRUE(background_thread_set_enabled(false));
+}
+
+TEST_F(ArenasTeardown, NoCacheArenaDecaysOnlyArenaZero) {
+  Arena* a = arena_never_decaying();
+  ASSERT_NE(a, nullptr);
+  make_dirty(a, 4);
+  size_t dirty = a->pac.ndirty();
+  arena_decay_after_cache_teardown(nullptr);
+  EXPECT_EQ(a->pac.ndirty(), dirty);
+}
+
+TEST_F(ArenasTeardown, HeldArenaIsNotDestroyed) {
+  Arena* a = arena_never_decaying();
+  ASSERT_NE(a, nullptr);
+  unsigned ind = a->ind();
+  arena_hold(a);
+  EXPECT_FALSE(arena_destroy_manual(ind));
+  EXPECT_EQ(arena_get(ind, false), a);
+  arena_unhold(a);
+  EXPECT_TRUE(arena_destroy_manual(ind));
+  EXPECT_EQ(arena_get(ind, false), nullptr);
+}
+
+}  // namespace
+}  // namespace je
