@@ -357,6 +357,7 @@ void Arena::decay_tick() {
   if (t.prng == 0) t.prng = addr_of(&t) | 1;
   t.tick = static_cast<int32_t>(1 + prng_range_u64(&t.prng, 2 * kDecayTicksMean - 1));
   decay(false, false);
+  arenas_decay_sweep(this);
 }
 
 // ---- lifecycle ---------------------------------------------------------------------------

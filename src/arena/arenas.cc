@@ -32,6 +32,7 @@ constinit unsigned g_destroyed_stack[kMaxArenas] = {};
 constinit unsigned g_ndestroyed = 0;
 constinit Mutex g_arenas_mtx{LockRank::kArenas, "arenas"};
 constinit unsigned g_percpu_limit = 0;  // arenas assigned by CPU under percpu_arena
+constinit std::atomic<uint64_t> g_next_sweep_ns{0};  // arenas_decay_sweep's next due time
 
 // Creates the arena at `ind` unless present; caller holds g_arenas_mtx.
 Arena* init_locked(unsigned ind, extent_hooks_t* hooks, bool manual) {
@@ -157,6 +158,23 @@ void arena_decay_after_cache_teardown(Arena* cache_arena) {
   const bool deserted = cache_arena->nthreads[0].load(std::memory_order_relaxed) == 0 &&
                         !background_thread_enabled();
   cache_arena->decay(/*is_background_thread=*/false, /*all=*/deserted);
+}
+
+void arenas_decay_sweep(const Arena* self) {
+  if (!g_opt.idle_arena_decay || background_thread_enabled()) return;
+  uint64_t now = nstime_now_ns();
+  uint64_t due = g_next_sweep_ns.load(std::memory_order_relaxed);
+  // One sweeper per interval: whoever moves the due time forward sweeps.
+  if (now < due || !g_next_sweep_ns.compare_exchange_strong(due, now + kIdleSweepIntervalNs,
+                                                            std::memory_order_relaxed)) {
+    return;
+  }
+  unsigned last = g_huge_enabled ? g_huge_ind : g_narenas_auto - 1;
+  for (unsigned i = 0; i <= last; i++) {
+    Arena* a = g_arenas[i].load(std::memory_order_acquire);
+    if (a == nullptr || a == self || (a->pac.ndirty() == 0 && a->pac.nmuzzy() == 0)) continue;
+    a->decay(/*is_background_thread=*/false, /*all=*/false);
+  }
 }
 
 Arena* arena_percpu() {

@@ -5,7 +5,8 @@
 // oversize_threshold is enabled; manual arenas (arenas.create) take the indices after that.
 // Also holds the process-wide defaults later arenas are created with (arenas.dirty_decay_ms,
 // arenas.muzzy_decay_ms) and the oversize threshold, and the decay pass that follows a thread
-// cache's teardown (a thread leaving its arena last purges it).
+// cache's teardown (a thread leaving its arena last purges it), and the sweep that lets any
+// thread's decay tick advance decay in automatic arenas nobody else ticks.
 // Layer: arena. Callers: thread layer (binding, cache teardown), api (MALLOCX_ARENA), ctl
 // (arenas.*, arena.<i>.*).
 // Concurrency: `arenas_mtx` (rank kArenas) serializes creation/destruction; lookups are
@@ -61,6 +62,14 @@ void arena_unhold(Arena* a);
 /// arena.<i>.purge does) instead. `cache_arena` may be nullptr (only arena 0 then). Takes the
 /// decay and ecache locks; call with no allocator lock held.
 void arena_decay_after_cache_teardown(Arena* cache_arena);
+/// opt.idle_arena_decay (ours): called from a thread's decay tick in `self`. At most once per
+/// kIdleSweepIntervalNs across the process, runs a decay step (non-blocking, as a tick does) on
+/// every other automatic arena, and the huge arena, that holds dirty or muzzy pages: arenas
+/// whose own threads stopped allocating still give their memory back while any thread works.
+/// No-op with background threads on (they purge on schedule) or with the option off. Manual
+/// arenas are left to their users (they may be destroyed concurrently).
+void arenas_decay_sweep(const Arena* self);
+inline constexpr uint64_t kIdleSweepIntervalNs = 1000ull * 1000 * 1000;
 /// percpu_arena: the automatic arena of the CPU the thread runs on (percpu: one per CPU;
 /// phycpu: hyperthread pairs share one), created on demand; nullptr when percpu is off.
 Arena* arena_percpu();

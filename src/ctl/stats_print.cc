@@ -167,8 +167,9 @@ constexpr OptLine kOptLines[] = {
     {"stats_interval", OptType::kInt64, nullptr},
     {"stats_interval_opts", OptType::kStr, nullptr},
     {"zero_realloc", OptType::kStr, nullptr},
-    // Ours (doc/options.md): whether the coalescing bound is on.
+    // Ours (doc/options.md): whether the coalescing bound and the idle-arena sweep are on.
     {"bounded_coalesce", OptType::kBool, nullptr},
+    {"idle_arena_decay", OptType::kBool, nullptr},
 };
 
 /// A 16.16 fixed-point option as 5.3.0 prints it: "-1" for the all-ones "unlimited" value,

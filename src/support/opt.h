@@ -412,6 +412,9 @@ template <> struct OptStorage<OptKind::kNotBuilt> {
   X(bounded_coalesce, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
     "Bound eager coalescing of large extents freed into the dirty cache at size << " \
     "lg_extent_max_active_fit; false reproduces jemalloc 5.3.0's unbounded merging.") \
+  X(idle_arena_decay, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
+    "Any thread's decay tick also advances decay, at most once a second, in the automatic " \
+    "arenas no thread is ticking; false keeps jemalloc 5.3.0's per-arena ticking.") \
   X(utrace, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT", \
     "utrace(2) tracing of allocation calls.") \
   X(xmalloc, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT", \

@@ -79,7 +79,8 @@ constexpr struct { const char *key; Kind kind; } kExtraKeys[] = {
     {"narenas_ratio", kFxp}, {"hpa_hugification_threshold_ratio", kFxp},
     {"bin_shards", kRanges}, {"slab_sizes", kRanges}, {"lg_tcache_max", kNum},
     {"san_guard_small", kNum}, {"san_guard_large", kNum}, {"log", kText},
-    {"bounded_coalesce", kBool}, {"prof_log", kBool}, {"prof_unbias", kBool}};
+    {"bounded_coalesce", kBool}, {"idle_arena_decay", kBool}, {"prof_log", kBool},
+    {"prof_unbias", kBool}};
 
 // Bounds of the numeric options (doc/options.md), for values just inside and outside them.
 constexpr struct { const char *key; uint64_t lo, hi; } kBounds[] = {
@@ -545,6 +546,7 @@ int child_main() {
   });
   if (!read) return std::printf("FAIL: cannot read the golden list in %s\n", JT_DATA_DIR), 3;
   print_ctl("opt.bounded_coalesce", kTBool);
+  print_ctl("opt.idle_arena_decay", kTBool);
   for (const char *n : {"arenas.narenas", "arenas.nbins", "arenas.nhbins"}) print_ctl(n, kTU32);
   print_ctl("arenas.tcache_max", kTU64);
   for (const char *n : {"arenas.dirty_decay_ms", "arenas.muzzy_decay_ms"}) print_ctl(n, kTI64);
@@ -575,6 +577,8 @@ constexpr Excl kDocumented[] = {
     // compat.md#bounded-coalesce: our own key, an "Invalid conf pair" in 5.3.0, and its opt.*.
     {"conf.bounded_coalesce", nullptr, nullptr, "bounded-coalesce"},
     {"opt.bounded_coalesce", nullptr, nullptr, "bounded-coalesce"},
+    {"conf.idle_arena_decay", nullptr, nullptr, "idle-arena-decay"},
+    {"opt.idle_arena_decay", nullptr, nullptr, "idle-arena-decay"},
 };
 
 // KNOWN BUGS of this library: differences from 5.3.0 that doc/compat.md does not document. Each

@@ -218,6 +218,54 @@ void mode_coalesce(const char *) {
   emit("dirty_merges", (long long)arena_stat64(arena, "dirty_merges"));
 }
 
+// idle_arena_decay: a thread frees 40 MiB into its arena and goes idle; another thread, on
+// another arena, allocates for up to 3 s.  With the sweep, decay runs in the idle arena too
+// (at most once a second, from the busy thread's ticks); without it, nothing ticks there.
+std::atomic<int> g_idle_phase{0};
+unsigned g_idle_arena = UINT_MAX;
+
+void *idle_worker(void *) {
+  g_idle_arena = thread_arena();
+  constexpr int kBlocks = 400;
+  static void *blocks[kBlocks];
+  for (auto &b : blocks) {
+    b = mallocx(100000, MALLOCX_TCACHE_NONE);
+    touch(b, 100000);
+  }
+  for (auto b : blocks) dallocx(b, MALLOCX_TCACHE_NONE);
+  g_idle_phase.store(1);
+  while (g_idle_phase.load() != 2) usleep(10000);
+  return nullptr;
+}
+
+void mode_idle_sweep(const char *) {
+  mode_noop(nullptr);
+  pthread_t t;
+  pthread_create(&t, nullptr, idle_worker, nullptr);
+  while (g_idle_phase.load() != 1) usleep(1000);
+  unsigned busy = (g_idle_arena + 1) % 2;
+  mallctl("thread.arena", nullptr, nullptr, &busy, sizeof(busy));
+  jt::refresh_stats();
+  size_t before = arena_stat(g_idle_arena, "pdirty"), after = before;
+  timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    for (int i = 0; i < 20000; i++) {  // arena-level calls: each one is a decay tick
+      void *p = mallocx(64 << 10, MALLOCX_TCACHE_NONE);
+      jt::escape(p);
+      dallocx(p, MALLOCX_TCACHE_NONE);
+    }
+    jt::refresh_stats();
+    after = arena_stat(g_idle_arena, "pdirty");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (after == 0 || t1.tv_sec - t0.tv_sec >= 3) break;
+  }
+  g_idle_phase.store(2);
+  pthread_join(t, nullptr);
+  emit("pdirty_before", (long long)before);
+  emit("pdirty_after", (long long)after);
+}
+
 // oversize_threshold: which arena large allocations land in.
 void mode_oversize(const char *) {
   mode_noop(nullptr);
@@ -399,6 +447,7 @@ constexpr Mode kModes[] = {
     {"decay", mode_decay},
     {"fit", mode_fit},
     {"coalesce", mode_coalesce},
+    {"idle_sweep", mode_idle_sweep},
     {"oversize", mode_oversize},
     {"retain", mode_retain},
     {"percpu", mode_percpu},
@@ -641,6 +690,16 @@ TEST_COMPAT(bounded_coalesce_false_merges_without_bound, "bounded-coalesce") {
   EXPECT_CHILD(c, "dirty_merges", kGt, 0);
   // 5.3.0's behaviour: the merged extent is too large for the requests; fresh pages fault.
   EXPECT_CHILD(c, "faults", kGe, pages / 2);
+}
+
+TEST_COMPAT(idle_arena_decay_reaches_idle_arenas, "idle-arena-decay") {
+  Child c;
+  if (!child(&c, "idle_sweep", "narenas:2,dirty_decay_ms:500")) return;
+  long long before = value(c, "pdirty_before");
+  EXPECT_GT(before, 9000);  // ~39 MiB freed
+  EXPECT_CHILD(c, "pdirty_after", kLt, before / 10);
+  if (!child(&c, "idle_sweep", "narenas:2,dirty_decay_ms:500,idle_arena_decay:false")) return;
+  EXPECT_CHILD(c, "pdirty_after", kEq, value(c, "pdirty_before"));
 }
 
 TEST(retain_false_unmaps_purged_memory) {
