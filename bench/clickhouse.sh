@@ -23,6 +23,7 @@ ROWS=20000000
 RUNS=3
 STARTS=2
 THREADS=2
+IDLE=30
 QUERIES="uid,uid_phrase,url,one_url"
 WORKDIR="${TMPDIR:-/var/tmp}/jemalloc-bench-clickhouse-$(id -un)"
 OUT=""
@@ -66,6 +67,8 @@ Workload:
   --starts N          server starts per library (default $STARTS); the library
                       order rotates by one at every start
   --threads N         max_threads for the queries (default $THREADS)
+  --idle N            seconds the server then sits idle before its RSS is read again
+                      (default $IDLE; 0: skip)
   --queries LIST      comma-separated query names, or "all" (default
                       $QUERIES); --list-queries shows them
   --quick             smoke run: --rows 1M --runs 2 --starts 1
@@ -136,6 +139,7 @@ while (($#)); do
         --runs) RUNS=$(parse_count "$2"); shift 2 ;;
         --starts) STARTS=$(parse_count "$2"); shift 2 ;;
         --threads) THREADS=$(parse_count "$2"); shift 2 ;;
+        --idle) IDLE=$(parse_count "$2"); shift 2 ;;
         --queries) QUERIES=$2; shift 2 ;;
         --quick) ROWS=1000000; RUNS=2; STARTS=1; shift ;;
         --workdir) WORKDIR=$2; shift 2 ;;
@@ -548,7 +552,7 @@ cp "$DATA/.bench-hits-stats" "$OUT/table-stats.tsv" 2>/dev/null || true
 RAW=$OUT/raw.csv
 echo "start,slot,lib,query,run,time_s,wall_s,minflt,majflt_delta,peak_kib,rss_kib,rss_before_kib,hwm_reset" >"$RAW"
 SERVERS=$OUT/servers.csv
-echo "start,slot,lib,pid,startup_rss_kib,startup_minflt,life_peak_kib,final_rss_kib,total_minflt,mapped" >"$SERVERS"
+echo "start,slot,lib,pid,startup_rss_kib,startup_minflt,life_peak_kib,final_rss_kib,total_minflt,mapped,idle_s,idle_rss_kib" >"$SERVERS"
 
 proc_majflt() {
     local s
@@ -600,7 +604,21 @@ for ((s = 1; s <= STARTS; s++)); do
         done
         final_rss=$(proc_status_kib "$pid" VmRSS)
         total_flt=$(proc_minflt "$pid")
-        echo "$s,$((k + 1)),$n,$pid,$startup_rss,$startup_flt,$life_peak,$final_rss,$total_flt,$mapped" >>"$SERVERS"
+        # An idle server (no queries, only its own background work): does it give back what
+        # the queries freed?
+        idle_rss=$final_rss
+        if ((IDLE > 0)); then
+            trace=""
+            for ((t = 5; t <= IDLE; t += 5)); do
+                sleep 5
+                trace="$trace $(($(proc_status_kib "$pid" VmRSS) / 1024))"
+            done
+            sleep $((IDLE % 5))
+            idle_rss=$(proc_status_kib "$pid" VmRSS)
+            printf '  idle %d s: RSS %d MiB (was %d MiB; every 5 s:%s)\n' "$IDLE" \
+                $((idle_rss / 1024)) $((final_rss / 1024)) "$trace" >&2
+        fi
+        echo "$s,$((k + 1)),$n,$pid,$startup_rss,$startup_flt,$life_peak,$final_rss,$total_flt,$mapped,$IDLE,$idle_rss" >>"$SERVERS"
         stop_server
         if ((KEEP_LOGS)); then
             cp "$SERVER_DIR/log/server.log" "$OUT/logs/$n-start$s.log" 2>/dev/null || true

@@ -249,20 +249,25 @@ def main():
     if servers:
         w("## Server lives")
         w("")
+        idle_s = servers[0].get("idle_s") or "0"
         w("Medians over starts: RSS once the server answers, the highest VmHWM "
-          "seen, RSS and minor faults (since exec) when the last query is done.")
+          "seen, RSS and minor faults (since exec) when the last query is done, "
+          "and RSS after the server then sat idle for %s s." % idle_s)
         w("")
-        w("| library | RSS at start | peak RSS | RSS at end | minor faults |")
-        w("|---|---:|---:|---:|---:|")
+        w("| library | RSS at start | peak RSS | RSS at end | RSS idle %s s | minor faults |"
+          % idle_s)
+        w("|---|---:|---:|---:|---:|---:|")
         for n in libs:
             ss = [s for s in servers if s["lib"] == n]
             if not ss:
                 continue
-            w("| %s | %s | %s | %s | %s |" % (
+            idle = [int(s["idle_rss_kib"]) for s in ss if s.get("idle_rss_kib")]
+            w("| %s | %s | %s | %s | %s | %s |" % (
                 n,
                 fmt_num(med([int(s["startup_rss_kib"]) for s in ss]), "mib"),
                 fmt_num(med([int(s["life_peak_kib"]) for s in ss]), "mib"),
                 fmt_num(med([int(s["final_rss_kib"]) for s in ss]), "mib"),
+                fmt_num(med(idle), "mib") if idle else "-",
                 fmt_num(med([int(s["total_minflt"]) for s in ss]), "n")))
         w("")
 
