@@ -167,8 +167,10 @@ constexpr OptLine kOptLines[] = {
     {"stats_interval", OptType::kInt64, nullptr},
     {"stats_interval_opts", OptType::kStr, nullptr},
     {"zero_realloc", OptType::kStr, nullptr},
-    // Ours (doc/options.md): whether the coalescing bound is on.
+    // Ours (doc/options.md): whether the coalescing bound is on, whether dirty reuse may
+    // ignore lg_extent_max_active_fit before growing.
     {"bounded_coalesce", OptType::kBool, nullptr},
+    {"reuse_before_grow", OptType::kBool, nullptr},
 };
 
 /// A 16.16 fixed-point option as 5.3.0 prints it: "-1" for the all-ones "unlimited" value,

@@ -17,6 +17,7 @@ bool Pac::init(const PacOptions& o) {
   base = o.base;
   retain_ = o.retain;
   lg_max_fit_ = o.lg_max_fit;
+  reuse_before_grow_ = o.reuse_before_grow;
   bounded_coalesce_.store(o.bounded_coalesce, std::memory_order_relaxed);
   oversize_threshold_.store(o.oversize_threshold, std::memory_order_relaxed);
   ecache_dirty.init(ExtentState::kDirty, o.ind, /*delay=*/true);
@@ -43,6 +44,16 @@ Edata* Pac::alloc(size_t size, size_t alignment, bool zero) {
   if (e == nullptr && may_have_muzzy()) {
     src = PacSource::kMuzzy;
     e = extent::ecache_alloc(*this, ecache_muzzy, nullptr, size, alignment, zero);
+  }
+  // Ours (opt.reuse_before_grow): the lg_max_fit bound keeps big dirty extents whole for big
+  // requests, but when the alternative is retained or new memory -- a page fault per page and
+  // more RSS while the big extent sits resident and unused -- splitting it is the better deal.
+  // The unlocked page count only skips a search that cannot succeed.
+  if (e == nullptr && reuse_before_grow_ && lg_max_fit_ < Eset::kUnboundedFit &&
+      ecache_dirty.npages() >= (size >> kLgPage)) {
+    src = PacSource::kDirty;
+    e = extent::ecache_alloc(*this, ecache_dirty, nullptr, size, alignment, zero,
+                             /*bounded=*/false);
   }
   if (e == nullptr) {
     bool fresh;

@@ -2,8 +2,9 @@
 //
 // Purpose: serves page-multiple extents to the arena (slabs and large allocations) from, in
 // order: the dirty ecache (recently freed, resident), the muzzy ecache (lazily purged; skipped
-// when muzzy decay is 0), the retained ecache (purged address space) and finally new address
-// space grown in a geometric series. Frees go to the dirty ecache; decay moves pages on to muzzy
+// when muzzy decay is 0), the dirty ecache again without the lg_max_fit bound (ours,
+// opt.reuse_before_grow: resident pages beat faulting in new ones), the retained ecache (purged
+// address space) and finally new address space grown in a geometric series. Frees go to the dirty ecache; decay moves pages on to muzzy
 // or retained. This is where the project's coalescing bound lives (extent.cc, record path).
 // Layer: extent. Callers: arena (alloc/dalloc/expand/shrink, decay ticks, purge), ctl (stats).
 // Concurrency: ecache mutexes (kEcache), `grow_mtx` (kExtentGrow, held around recycling from
@@ -62,6 +63,7 @@ struct PacOptions {
   bool retain = true;               // opt.retain
   unsigned lg_max_fit = 6;          // opt.lg_extent_max_active_fit
   bool bounded_coalesce = true;     // opt.bounded_coalesce (ours): bound eager dirty merges
+  bool reuse_before_grow = true;    // opt.reuse_before_grow (ours): unbounded dirty fit last
   size_t oversize_threshold = size_t{8} << 20;  // opt.oversize_threshold
   int64_t dirty_decay_ms = 10000;   // opt.dirty_decay_ms
   int64_t muzzy_decay_ms = 0;       // opt.muzzy_decay_ms
@@ -121,6 +123,7 @@ class Pac {
   void set_bounded_coalesce(bool on) { bounded_coalesce_.store(on, std::memory_order_relaxed); }
   bool bounded_coalesce() const { return bounded_coalesce_.load(std::memory_order_relaxed); }
   unsigned lg_max_fit() const { return lg_max_fit_; }
+  bool reuse_before_grow() const { return reuse_before_grow_; }
   bool retain() const { return retain_; }
   size_t oversize_threshold() const { return oversize_threshold_.load(std::memory_order_relaxed); }
   void set_oversize_threshold(size_t v) { oversize_threshold_.store(v, std::memory_order_relaxed); }
@@ -178,6 +181,7 @@ class Pac {
   std::atomic<uint64_t> sn_next_{0};
   std::atomic<bool> bounded_coalesce_{true};
   unsigned lg_max_fit_ = 6;
+  bool reuse_before_grow_ = true;
   bool retain_ = true;
   unsigned ind_ = 0;
 

@@ -26,7 +26,8 @@
 // jemalloc mapping: the `opt_*` globals scattered over jemalloc.c, arena.c, tcache.c, pa.c,
 // background_thread.c, extent.c, ...; the `opt.*` mallctl nodes of ctl.c. Deliberate
 // differences (documented in doc/options.md): built like `--disable-prof` (every prof* key is an
-// "Invalid conf pair" and `opt.prof*` is absent), and our own key `bounded_coalesce`.
+// "Invalid conf pair" and `opt.prof*` is absent), and our own keys `bounded_coalesce` and
+// `reuse_before_grow`.
 #pragma once
 
 #include <sys/types.h>
@@ -412,6 +413,9 @@ template <> struct OptStorage<OptKind::kNotBuilt> {
   X(bounded_coalesce, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
     "Bound eager coalescing of large extents freed into the dirty cache at size << " \
     "lg_extent_max_active_fit; false reproduces jemalloc 5.3.0's unbounded merging.") \
+  X(reuse_before_grow, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
+    "Before taking retained or new pages, split a dirty extent larger than " \
+    "lg_extent_max_active_fit allows; false grows as jemalloc 5.3.0 does.") \
   X(utrace, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT", \
     "utrace(2) tracing of allocation calls.") \
   X(xmalloc, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT", \

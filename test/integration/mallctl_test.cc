@@ -581,6 +581,14 @@ TEST_COMPAT(opt_bounded_coalesce, "bounded-coalesce") {
   EXPECT_EQ(jt::ctl_set("opt.bounded_coalesce", true), EPERM);
 }
 
+// Ours: whether dirty reuse may ignore lg_extent_max_active_fit before growing.
+TEST_COMPAT(opt_reuse_before_grow, "reuse-before-grow") {
+  bool b = false;
+  ASSERT_EQ(jt::ctl_get("opt.reuse_before_grow", &b), 0);
+  EXPECT_EQ(b, jt::conf_bool("reuse_before_grow", true));
+  EXPECT_EQ(jt::ctl_set("opt.reuse_before_grow", true), EPERM);
+}
+
 TEST(error_einval_wrong_oldlen) {
   // Too wide: 4 bytes copied, *oldlenp says 4.
   uint64_t wide = 0xdeadbeefdeadbeefull;

@@ -614,29 +614,59 @@ TEST(muzzy_decay_ms_keeps_lazily_purged_pages) {
 
 TEST(lg_extent_max_active_fit_bounds_reuse) {
   Child c;
+  // Our fallback (doc/compat.md#reuse-before-grow) would split the extent anyway rather than
+  // grow; off, the ratio decides alone, as in 5.3.0 (which does not know the key).
+  const bool ref = jt::is_reference();
   // (1 MiB + a page) >> 6 is below a 64 KiB request: the freed extent is split for it.
   if (!child(&c, "fit", "dirty_decay_ms:-1", "64")) return;
   EXPECT_CHILD(c, "reused", kEq, 1);
   EXPECT_CHILD(c, "pdirty_after", kLt, value(c, "pdirty_before"));
   // With 0, a dirty extent serves only requests of (about) its own size.
-  if (!child(&c, "fit", "dirty_decay_ms:-1,lg_extent_max_active_fit:0", "64")) return;
+  if (!child(&c, "fit",
+             ref ? "dirty_decay_ms:-1,lg_extent_max_active_fit:0"
+                 : "dirty_decay_ms:-1,lg_extent_max_active_fit:0,reuse_before_grow:false",
+             "64")) {
+    return;
+  }
   EXPECT_CHILD(c, "reused", kEq, 0);
   EXPECT_CHILD(c, "pdirty_after", kEq, value(c, "pdirty_before"));
   // With 2: requests down to about a quarter of the extent (the size-class steps of the
   // free-extent lists make 256 KiB too small already, 320 KiB large enough).
-  if (!child(&c, "fit", "dirty_decay_ms:-1,lg_extent_max_active_fit:2", "256")) return;
+  if (!child(&c, "fit",
+             ref ? "dirty_decay_ms:-1,lg_extent_max_active_fit:2"
+                 : "dirty_decay_ms:-1,lg_extent_max_active_fit:2,reuse_before_grow:false",
+             "256")) {
+    return;
+  }
   EXPECT_CHILD(c, "reused", kEq, 0);
   if (!child(&c, "fit", "dirty_decay_ms:-1,lg_extent_max_active_fit:2", "320")) return;
   EXPECT_CHILD(c, "reused", kEq, 1);
 }
 
+TEST_COMPAT(reuse_before_grow_splits_beyond_the_ratio, "reuse-before-grow") {
+  Child c;
+  // By default the request too small for the ratio still takes the resident dirty extent
+  // instead of new pages.
+  if (!child(&c, "fit", "dirty_decay_ms:-1,lg_extent_max_active_fit:0", "64")) return;
+  EXPECT_CHILD(c, "reused", kEq, 1);
+  EXPECT_CHILD(c, "pdirty_after", kLt, value(c, "pdirty_before"));
+  // With 5.3.0's unbounded merging the burst merges beyond the ratio, and the second round is
+  // served from it without page faults.
+  if (!child(&c, "coalesce", "dirty_decay_ms:-1,bounded_coalesce:false")) return;
+  EXPECT_CHILD(c, "dirty_merges", kGt, 0);
+  EXPECT_CHILD(c, "faults", kLt, value(c, "pages_per_round") / 8);
+}
+
 TEST_COMPAT(bounded_coalesce_false_merges_without_bound, "bounded-coalesce") {
   Child c;
-  if (!child(&c, "coalesce", "dirty_decay_ms:-1")) return;
+  // The bound alone: our other fallback (reuse_before_grow) off in both runs.
+  if (!child(&c, "coalesce", "dirty_decay_ms:-1,reuse_before_grow:false")) return;
   long long pages = value(c, "pages_per_round");
   EXPECT_CHILD(c, "dirty_merges_refused", kGt, 0);
   EXPECT_CHILD(c, "faults", kLt, pages / 8);
-  if (!child(&c, "coalesce", "dirty_decay_ms:-1,bounded_coalesce:false")) return;
+  if (!child(&c, "coalesce", "dirty_decay_ms:-1,bounded_coalesce:false,reuse_before_grow:false")) {
+    return;
+  }
   EXPECT_CHILD(c, "dirty_merges_refused", kEq, 0);
   EXPECT_CHILD(c, "dirty_merges", kGt, 0);
   // 5.3.0's behaviour: the merged extent is too large for the requests; fresh pages fault.

@@ -153,6 +153,7 @@ constexpr Valid kValid[] = {
     {"san_guard_small", "3", "san_guard_small", "3"},
     {"san_guard_large", "4", "san_guard_large", "4"},
     {"bounded_coalesce", "false", "bounded_coalesce", "false"},
+    {"reuse_before_grow", "false", "reuse_before_grow", "false"},
 };
 
 TEST_F(ConfTest, EveryParseableKeyAcceptsAValidValue) {

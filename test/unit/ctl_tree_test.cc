@@ -436,6 +436,7 @@ constexpr GoldenRow kGolden[] = {
 /// Names we add to 5.3.0's tree (doc/mallctl.md).
 const char* const kOurNames[] = {
     "opt.bounded_coalesce",
+    "opt.reuse_before_grow",
     "stats.arenas.<i>.dirty_merges",
     "stats.arenas.<i>.dirty_merges_refused",
     "stats.arenas.<i>.evict_merges",

@@ -172,13 +172,13 @@ TEST_F(OptTest, TableNamesAreUniqueAndIdsFollowOrder) {
 }
 
 // opt.* holds exactly 5.3.0's readable names minus prof* (a --disable-prof build answers ENOENT
-// for them) and minus the three ENOENT ones, plus our bounded_coalesce.
+// for them) and minus the three ENOENT ones, plus our bounded_coalesce and reuse_before_grow.
 TEST_F(OptTest, MallctlViewMatchesGoldenNames) {
   size_t n;
   const OptDesc* view = je::opt_table(&n);
   std::set<std::string> ours;
   for (size_t i = 0; i < n; i++) ours.insert(view[i].name);
-  std::set<std::string> expected = {"bounded_coalesce"};
+  std::set<std::string> expected = {"bounded_coalesce", "reuse_before_grow"};
   for (const Golden& g : kGolden) {
     if (strcmp(g.width, "-") == 0 || is_prof_name(g.name)) continue;
     expected.insert(g.name);
@@ -242,6 +242,7 @@ TEST_F(OptTest, StringOptionsPointAtTheirChoiceLiteralsOrBuffers) {
   EXPECT_EQ(je::g_opt.slab_sizes[0], 0);
   EXPECT_EQ(je::g_opt.narenas_ratio, 4u << 16);
   EXPECT_TRUE(je::g_opt.bounded_coalesce);
+  EXPECT_TRUE(je::g_opt.reuse_before_grow);
 }
 
 TEST_F(OptTest, ResetRestoresDefaultsAndBufferPointers) {

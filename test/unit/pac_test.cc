@@ -1,6 +1,7 @@
 // pac_test: purging really returns memory (dirty -> retained, dirty -> muzzy -> retained), the
 // decay curve on a fake clock, the oversize shortcut, and the 4 KiB -> 16 KiB realloc pattern
-// at the page-allocator level, bounded vs unbounded coalescing in one run.
+// at the page-allocator level, bounded vs unbounded coalescing in one run, and with our
+// reuse_before_grow.
 #include <cstdio>
 #include <cstring>
 
@@ -161,9 +162,10 @@ struct PatternResult {
   }
 };
 
-PatternResult run_pattern(bool bounded, bool with_slabs, int rounds) {
+PatternResult run_pattern(bool bounded, bool with_slabs, int rounds, bool reuse = false) {
   PacOptions o = opts(10000, 0);
   o.bounded_coalesce = bounded;
+  o.reuse_before_grow = reuse;  // off: the bound alone vs stock 5.3 (see the last test)
   Pac* pac = make_pac(o);
   PatternResult r;
   constexpr int kBlocks = 256;
@@ -230,6 +232,19 @@ TEST(Pac, RallocPatternWithSlabs) {
   EXPECT_EQ(b.mapped.back(), b.mapped[3]);
   for (int i = 1; i < kRounds; i++) EXPECT_GT(u.faulting_pages[i], 100u) << "round " << i;
   EXPECT_GT(u.mapped.back(), 4 * b.mapped.back());
+}
+
+TEST(Pac, RallocPatternUnboundedWithReuseBeforeGrow) {
+  // Ours (opt.reuse_before_grow): with 5.3.0's unbounded merging the freed blocks still merge
+  // into extents beyond the reuse ratio, but the next round splits them instead of faulting in
+  // new pages; after the first round nothing comes from retained or fresh memory.
+  constexpr int kRounds = 20;
+  PatternResult u = run_pattern(false, true, kRounds, /*reuse=*/true);
+  PatternResult b = run_pattern(true, true, kRounds, /*reuse=*/true);
+  print_pattern("4 KiB slabs + 20 KiB extents, reuse_before_grow", b, u);
+  EXPECT_EQ(u.later_faulting(1), 0u);
+  EXPECT_EQ(u.mapped.back(), u.mapped[0]);
+  EXPECT_EQ(b.later_faulting(3), 0u);
 }
 
 }  // namespace
