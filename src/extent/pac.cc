@@ -38,11 +38,11 @@ void Pac::count_alloc(PacSource src, size_t size) {
   stats.alloc_pages[i].fetch_add(size >> kLgPage, std::memory_order_relaxed);
 }
 
-Edata* Pac::alloc(size_t size, size_t alignment, bool zero) {
-  PacSource src = PacSource::kDirty;
+Edata* Pac::take_cached(size_t size, size_t alignment, bool zero, PacSource* src) {
+  *src = PacSource::kDirty;
   Edata* e = extent::ecache_alloc(*this, ecache_dirty, nullptr, size, alignment, zero);
   if (e == nullptr && may_have_muzzy()) {
-    src = PacSource::kMuzzy;
+    *src = PacSource::kMuzzy;
     e = extent::ecache_alloc(*this, ecache_muzzy, nullptr, size, alignment, zero);
   }
   // Ours (opt.reuse_before_grow): the lg_max_fit bound keeps big dirty extents whole for big
@@ -51,19 +51,29 @@ Edata* Pac::alloc(size_t size, size_t alignment, bool zero) {
   // The unlocked page count only skips a search that cannot succeed.
   if (e == nullptr && reuse_before_grow_ && lg_max_fit_ < Eset::kUnboundedFit &&
       ecache_dirty.npages() >= (size >> kLgPage)) {
-    src = PacSource::kDirty;
+    *src = PacSource::kDirty;
     e = extent::ecache_alloc(*this, ecache_dirty, nullptr, size, alignment, zero,
                              /*bounded=*/false);
   }
-  if (e == nullptr) {
-    bool fresh;
-    e = extent::ecache_alloc_grow(*this, nullptr, size, alignment, zero, &fresh);
-    if (e == nullptr) return nullptr;
-    src = fresh ? PacSource::kFresh : PacSource::kRetained;
-    stats.mapped.fetch_add(size, std::memory_order_relaxed);
-  }
+  return e;
+}
+
+Edata* Pac::alloc(size_t size, size_t alignment, bool zero, bool may_grow) {
+  PacSource src;
+  Edata* e = take_cached(size, alignment, zero, &src);
+  if (e == nullptr) return may_grow ? grow(size, alignment, zero) : nullptr;
   nactive_.fetch_add(size >> kLgPage, std::memory_order_relaxed);
   count_alloc(src, size);
+  return e;
+}
+
+Edata* Pac::grow(size_t size, size_t alignment, bool zero) {
+  bool fresh;
+  Edata* e = extent::ecache_alloc_grow(*this, nullptr, size, alignment, zero, &fresh);
+  if (e == nullptr) return nullptr;
+  stats.mapped.fetch_add(size, std::memory_order_relaxed);
+  nactive_.fetch_add(size >> kLgPage, std::memory_order_relaxed);
+  count_alloc(fresh ? PacSource::kFresh : PacSource::kRetained, size);
   return e;
 }
 

@@ -84,8 +84,11 @@ class Pac {
   bool init(const PacOptions& o);
 
   /// An active extent of `size` bytes (page multiple), aligned to `alignment`, zeroed if
-  /// asked. nullptr on OOM. The caller sets szind/slab via the emap.
-  Edata* alloc(size_t size, size_t alignment, bool zero);
+  /// asked. nullptr on OOM -- or, without `may_grow`, when no cached (dirty/muzzy) extent fits.
+  /// The caller sets szind/slab via the emap.
+  Edata* alloc(size_t size, size_t alignment, bool zero, bool may_grow = true);
+  /// The growth half of alloc(): retained address space, else a new mapping.
+  Edata* grow(size_t size, size_t alignment, bool zero);
   /// Grow `e` in place to new_size by absorbing the free extent that follows it.
   bool expand(Edata* e, size_t old_size, size_t new_size, bool zero);
   /// Shrink `e` to new_size, recording the tail as dirty.
@@ -173,6 +176,8 @@ class Pac {
   void decay_to_limit(ExtentState which, bool fully, size_t npages_limit, size_t npages_max);
   size_t decay_stashed(ExtentState which, bool fully, EdataList* stash);
   void count_alloc(PacSource src, size_t size);
+  /// dirty (bounded), muzzy, then dirty without the bound (reuse_before_grow); no accounting.
+  Edata* take_cached(size_t size, size_t alignment, bool zero, PacSource* src);
 
   DecayPipeline decay_dirty_;
   DecayPipeline decay_muzzy_;

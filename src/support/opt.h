@@ -26,8 +26,8 @@
 // jemalloc mapping: the `opt_*` globals scattered over jemalloc.c, arena.c, tcache.c, pa.c,
 // background_thread.c, extent.c, ...; the `opt.*` mallctl nodes of ctl.c. Deliberate
 // differences (documented in doc/options.md): built like `--disable-prof` (every prof* key is an
-// "Invalid conf pair" and `opt.prof*` is absent), and our own keys `bounded_coalesce` and
-// `reuse_before_grow`.
+// "Invalid conf pair" and `opt.prof*` is absent), and our own keys `bounded_coalesce`,
+// `reuse_before_grow` and `borrow_dirty`.
 #pragma once
 
 #include <sys/types.h>
@@ -416,6 +416,9 @@ template <> struct OptStorage<OptKind::kNotBuilt> {
   X(reuse_before_grow, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
     "Before taking retained or new pages, split a dirty extent larger than " \
     "lg_extent_max_active_fit allows; false grows as jemalloc 5.3.0 does.") \
+  X(borrow_dirty, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
+    "A large allocation its automatic arena would grow for is served from another automatic " \
+    "arena's cached pages (and belongs to it); false keeps arenas apart as jemalloc 5.3.0 does.") \
   X(utrace, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT", \
     "utrace(2) tracing of allocation calls.") \
   X(xmalloc, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT", \

@@ -589,6 +589,14 @@ TEST_COMPAT(opt_reuse_before_grow, "reuse-before-grow") {
   EXPECT_EQ(jt::ctl_set("opt.reuse_before_grow", true), EPERM);
 }
 
+// Ours: whether a large allocation may use another automatic arena's cached pages.
+TEST_COMPAT(opt_borrow_dirty, "borrow-dirty") {
+  bool b = false;
+  ASSERT_EQ(jt::ctl_get("opt.borrow_dirty", &b), 0);
+  EXPECT_EQ(b, jt::conf_bool("borrow_dirty", true));
+  EXPECT_EQ(jt::ctl_set("opt.borrow_dirty", true), EPERM);
+}
+
 TEST(error_einval_wrong_oldlen) {
   // Too wide: 4 bytes copied, *oldlenp says 4.
   uint64_t wide = 0xdeadbeefdeadbeefull;

@@ -390,6 +390,28 @@ void mode_thp(const char *) {
   dallocx(b, MALLOCX_TCACHE_NONE);
 }
 
+// borrow_dirty (ours): a thread bound to arena 1 frees a 1 MiB block there; the thread then
+// binds to arena 2, which holds nothing, and asks for the same size twice: automatically (the
+// block may come from arena 1's dirty pages) and with MALLOCX_ARENA(2) (never borrowed).
+void mode_borrow(const char *) {
+  mode_noop(nullptr);
+  constexpr size_t kBig = 1 << 20;
+  unsigned one = 1, two = 2;
+  jt::ctl_set("thread.arena", one);
+  void *p = mallocx(kBig, MALLOCX_TCACHE_NONE);
+  touch(p, kBig);
+  dallocx(p, MALLOCX_TCACHE_NONE);
+  jt::ctl_set("thread.arena", two);
+  void *q = mallocx(kBig, MALLOCX_TCACHE_NONE);
+  void *r = mallocx(kBig, MALLOCX_TCACHE_NONE | MALLOCX_ARENA(2));
+  emit("thread_arena", thread_arena());
+  emit("auto_arena", lookup_arena(q));
+  emit("explicit_arena", lookup_arena(r));
+  emit("same_pages", q < (char *)p + kBig + 4096 && (char *)q + kBig > (char *)p);
+  dallocx(q, MALLOCX_TCACHE_NONE);
+  dallocx(r, MALLOCX_TCACHE_NONE);
+}
+
 constexpr Mode kModes[] = {
     {"noop", mode_noop},
     {"arenas", mode_arenas},
@@ -399,6 +421,7 @@ constexpr Mode kModes[] = {
     {"decay", mode_decay},
     {"fit", mode_fit},
     {"coalesce", mode_coalesce},
+    {"borrow", mode_borrow},
     {"oversize", mode_oversize},
     {"retain", mode_retain},
     {"percpu", mode_percpu},
@@ -671,6 +694,21 @@ TEST_COMPAT(bounded_coalesce_false_merges_without_bound, "bounded-coalesce") {
   EXPECT_CHILD(c, "dirty_merges", kGt, 0);
   // 5.3.0's behaviour: the merged extent is too large for the requests; fresh pages fault.
   EXPECT_CHILD(c, "faults", kGe, pages / 2);
+}
+
+// A large allocation the thread's arena would grow for takes another arena's dirty pages
+// instead; explicit MALLOCX_ARENA requests never do, nor any request with borrow_dirty:false.
+TEST_COMPAT(borrow_dirty_serves_large_from_another_arena, "borrow-dirty") {
+  Child c;
+  if (!child(&c, "borrow", "dirty_decay_ms:-1,narenas:4")) return;
+  EXPECT_CHILD(c, "thread_arena", kEq, 2);
+  EXPECT_CHILD(c, "auto_arena", kEq, 1);
+  EXPECT_CHILD(c, "same_pages", kEq, 1);
+  EXPECT_CHILD(c, "explicit_arena", kEq, 2);
+  if (!child(&c, "borrow", "dirty_decay_ms:-1,narenas:4,borrow_dirty:false")) return;
+  EXPECT_CHILD(c, "auto_arena", kEq, 2);
+  EXPECT_CHILD(c, "same_pages", kEq, 0);
+  EXPECT_CHILD(c, "explicit_arena", kEq, 2);
 }
 
 TEST(retain_false_unmaps_purged_memory) {

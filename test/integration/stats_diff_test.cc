@@ -70,7 +70,8 @@ const char *malloc_conf =
 // blocks and slabs share an arena's pages (seen in manual_none: bins.35.nslabs 16 vs 18).
 // Off, the library places extents as 5.3.0 does, and every counter printed here must agree.
 // The same holds for our unbounded dirty reuse before growth (doc/compat.md#reuse-before-grow).
-const char *malloc_conf_2_conf_harder = "bounded_coalesce:false,reuse_before_grow:false";
+const char *malloc_conf_2_conf_harder =
+    "bounded_coalesce:false,reuse_before_grow:false,borrow_dirty:false";
 
 namespace {
 

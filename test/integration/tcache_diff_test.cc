@@ -53,7 +53,8 @@
 #include "differential.h"
 
 const char *malloc_conf = "dirty_decay_ms:-1,muzzy_decay_ms:-1";
-const char *malloc_conf_2_conf_harder = "bounded_coalesce:false,reuse_before_grow:false";
+const char *malloc_conf_2_conf_harder =
+    "bounded_coalesce:false,reuse_before_grow:false,borrow_dirty:false";
 
 namespace {
 

@@ -437,6 +437,7 @@ constexpr GoldenRow kGolden[] = {
 const char* const kOurNames[] = {
     "opt.bounded_coalesce",
     "opt.reuse_before_grow",
+    "opt.borrow_dirty",
     "stats.arenas.<i>.dirty_merges",
     "stats.arenas.<i>.dirty_merges_refused",
     "stats.arenas.<i>.evict_merges",
