@@ -62,6 +62,7 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
   o.lg_max_fit = static_cast<unsigned>(g_opt.lg_extent_max_active_fit);
   o.bounded_coalesce = g_opt.bounded_coalesce;
   o.reuse_before_grow = g_opt.reuse_before_grow;
+  o.best_fit = g_opt.extent_best_fit;
   // Arena 0 is made before 5.3.0 applies opt.oversize_threshold, so it keeps the built-in
   // 8 MiB whatever the option says (arena.0.oversize_threshold reads 8388608 there too).
   o.oversize_threshold = ind == 0 ? kArena0OversizeThreshold : arenas_oversize_threshold();

@@ -61,6 +61,15 @@ Edata* Eset::first_fit(size_t size, bool exact_only, unsigned lg_max_fit) {
     return start < kNBins ? bins_[start].heap.first() : nullptr;
   }
   pszind_t best = kNBins;
+  if (best_fit_) {
+    // Ours: the smallest class that fits keeps bigger free extents whole for bigger requests
+    // instead of carving the oldest one, whatever its size (5.3.0's order, below).
+    size_t i = nonempty_.ffs(start);
+    if (i >= kNBins) return nullptr;
+    const size_t cls = sz::pind2sz(static_cast<pszind_t>(i));
+    if (lg_max_fit < kUnboundedFit && (cls >> lg_max_fit) > size) return nullptr;
+    return bins_[i].heap.first();
+  }
   for (size_t i = nonempty_.ffs(start); i < kNBins; i = nonempty_.ffs(i + 1)) {
     // The reuse bound: a bin whose class is more than 2^lg_max_fit times the request holds
     // extents too big to be worth splitting for it.

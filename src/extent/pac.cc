@@ -23,6 +23,9 @@ bool Pac::init(const PacOptions& o) {
   ecache_dirty.init(ExtentState::kDirty, o.ind, /*delay=*/true);
   ecache_muzzy.init(ExtentState::kMuzzy, o.ind, /*delay=*/false);
   ecache_retained.init(ExtentState::kRetained, o.ind, /*delay=*/false);
+  ecache_dirty.eset.set_best_fit(o.best_fit);
+  ecache_muzzy.eset.set_best_fit(o.best_fit);
+  ecache_retained.eset.set_best_fit(o.best_fit);
   edata_cache.init(o.base);
   ehooks.init(o.ind, o.hooks != nullptr ? o.hooks : const_cast<extent_hooks_t*>(&kDefaultExtentHooks));
   exp_grow.next = sz::psz2ind(config::kHugepage);

@@ -64,6 +64,7 @@ struct PacOptions {
   unsigned lg_max_fit = 6;          // opt.lg_extent_max_active_fit
   bool bounded_coalesce = true;     // opt.bounded_coalesce (ours): bound eager dirty merges
   bool reuse_before_grow = true;    // opt.reuse_before_grow (ours): unbounded dirty fit last
+  bool best_fit = true;             // opt.extent_best_fit (ours): smallest class first
   size_t oversize_threshold = size_t{8} << 20;  // opt.oversize_threshold
   int64_t dirty_decay_ms = 10000;   // opt.dirty_decay_ms
   int64_t muzzy_decay_ms = 0;       // opt.muzzy_decay_ms

@@ -597,6 +597,14 @@ TEST_COMPAT(opt_borrow_dirty, "borrow-dirty") {
   EXPECT_EQ(jt::ctl_set("opt.borrow_dirty", true), EPERM);
 }
 
+// Ours: whether free extents are reused best fit.
+TEST_COMPAT(opt_extent_best_fit, "extent-best-fit") {
+  bool b = false;
+  ASSERT_EQ(jt::ctl_get("opt.extent_best_fit", &b), 0);
+  EXPECT_EQ(b, jt::conf_bool("extent_best_fit", true));
+  EXPECT_EQ(jt::ctl_set("opt.extent_best_fit", true), EPERM);
+}
+
 TEST(error_einval_wrong_oldlen) {
   // Too wide: 4 bytes copied, *oldlenp says 4.
   uint64_t wide = 0xdeadbeefdeadbeefull;
@@ -715,6 +723,15 @@ void sink_cb(void *opaque, const char *s) {
   for (size_t i = 0; i < n && k->head_len < sizeof(k->head) - 1; i++) k->head[k->head_len++] = s[i];
   if (std::strstr(s, "Begin jemalloc statistics") != nullptr) k->saw_begin = true;
   if (std::strstr(s, "End jemalloc statistics") != nullptr) k->saw_end = true;
+  // A marker may straddle two chunks (where the output buffer happens to fill up): look for it
+  // in the previous chunk's tail followed by this chunk's head too.
+  char seam[128];
+  size_t tl = std::strlen(k->tail), hl = n < sizeof(seam) - 1 - tl ? n : sizeof(seam) - 1 - tl;
+  std::memcpy(seam, k->tail, tl);
+  std::memcpy(seam + tl, s, hl);
+  seam[tl + hl] = '\0';
+  if (std::strstr(seam, "Begin jemalloc statistics") != nullptr) k->saw_begin = true;
+  if (std::strstr(seam, "End jemalloc statistics") != nullptr) k->saw_end = true;
   size_t keep = n < sizeof(k->tail) - 1 ? n : sizeof(k->tail) - 1;
   std::memcpy(k->tail, s + n - keep, keep);
   k->tail[keep] = '\0';

@@ -46,8 +46,8 @@ progs=${*:-$integ_progs}
 # option only we have is listed in ours_only too.
 variants="- tcache:false narenas:1 dirty_decay_ms:0,muzzy_decay_ms:0 \
 dirty_decay_ms:-1,muzzy_decay_ms:-1 bin_shards:0-14336:4|20-100:2,slab_sizes:0-4096:1 \
-bounded_coalesce:false,reuse_before_grow:false,borrow_dirty:false"
-ours_only="bounded_coalesce:false,reuse_before_grow:false,borrow_dirty:false"
+bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,borrow_dirty:false"
+ours_only="bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,borrow_dirty:false"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/jeinteg.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT INT TERM
