@@ -169,10 +169,12 @@ constexpr OptLine kOptLines[] = {
     {"zero_realloc", OptType::kStr, nullptr},
     // Ours (doc/options.md): whether the coalescing bound is on, whether dirty reuse may
     // ignore lg_extent_max_active_fit before growing, whether extents are reused best fit,
-    // whether large allocations may use another arena's cached pages.
+    // whether growth purges idle dirty pages, whether large allocations may use another
+    // arena's cached pages.
     {"bounded_coalesce", OptType::kBool, nullptr},
     {"reuse_before_grow", OptType::kBool, nullptr},
     {"extent_best_fit", OptType::kBool, nullptr},
+    {"purge_on_grow", OptType::kBool, nullptr},
     {"borrow_dirty", OptType::kBool, nullptr},
 };
 

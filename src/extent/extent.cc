@@ -355,6 +355,13 @@ Edata* ecache_alloc_grow(Pac& pac, Edata* expand, size_t size, size_t alignment,
   return e;
 }
 
+Edata* ecache_take(Ecache& ec, size_t min_size) {
+  MutexGuard guard(ec.mtx);
+  Edata* e = ec.eset.fit(min_size, kPage, /*exact_only=*/false, Eset::kUnboundedFit);
+  if (e != nullptr) activate_locked(ec, e);
+  return e;
+}
+
 void ecache_dalloc(Pac& pac, Ecache& ecache, Edata* e) {
   e->addr = e->base();  // drop the cache-oblivious offset
   e->zeroed = false;    // dirty and muzzy memory is never assumed zero

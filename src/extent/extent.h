@@ -42,6 +42,9 @@ Edata* ecache_alloc(Pac& pac, Ecache& ecache, Edata* expand, size_t size, size_t
 /// *fresh reports that the extent comes from a new mapping.
 Edata* ecache_alloc_grow(Pac& pac, Edata* expand, size_t size, size_t alignment, bool zero,
                          bool* fresh);
+/// Remove and return (active, owned, unsplit) the free extent of at least `min_size` bytes an
+/// allocation of that size would pick, or nullptr (opt.purge_on_grow's victims).
+Edata* ecache_take(Ecache& ecache, size_t min_size);
 /// Record a free (owned, registered) extent into `ecache`, coalescing per the ecache's regime.
 void ecache_dalloc(Pac& pac, Ecache& ecache, Edata* e);
 /// Remove and return the least recently inserted extent (after delayed, unbounded coalescing)

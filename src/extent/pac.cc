@@ -18,6 +18,7 @@ bool Pac::init(const PacOptions& o) {
   retain_ = o.retain;
   lg_max_fit_ = o.lg_max_fit;
   reuse_before_grow_ = o.reuse_before_grow;
+  purge_on_grow_ = o.purge_on_grow;
   bounded_coalesce_.store(o.bounded_coalesce, std::memory_order_relaxed);
   oversize_threshold_.store(o.oversize_threshold, std::memory_order_relaxed);
   ecache_dirty.init(ExtentState::kDirty, o.ind, /*delay=*/true);
@@ -77,7 +78,45 @@ Edata* Pac::grow(size_t size, size_t alignment, bool zero) {
   stats.mapped.fetch_add(size, std::memory_order_relaxed);
   nactive_.fetch_add(size >> kLgPage, std::memory_order_relaxed);
   count_alloc(fresh ? PacSource::kFresh : PacSource::kRetained, size);
+  if (purge_on_grow_) purge_for_growth(size >> kLgPage);
   return e;
+}
+
+// Ours (opt.purge_on_grow). We get here only when nothing cached fits the request, so the dirty
+// pages held are in pieces too small for it (or, with reuse_before_grow off, beyond the reuse
+// ratio): resident, yet not serving the demand that now faults in new pages. Purging as many
+// of them as we just grew keeps the footprint from stacking the two. Only pieces of at least
+// kGrowPurgeMinPages are purged -- one madvise each, so the cost per page stays low (purging
+// small slab-sized pieces one by one cost more time than it saved memory) -- and a reserve of
+// max(1 MiB, active / 32) stays dirty. Decay would purge these pages later anyway; this brings
+// it forward through the same pipeline (counted in the dirty decay stats).
+void Pac::purge_for_growth(size_t npages) {
+  if (decay_ms_get(ExtentState::kDirty) <= 0) return;  // -1: never purge; 0: nothing dirty
+  const size_t ndirty = ecache_dirty.npages();
+  size_t keep = nactive() / kGrowPurgeActiveDiv;
+  if (keep < kGrowPurgeMinKeepPages) keep = kGrowPurgeMinKeepPages;
+  if (ndirty <= keep + kGrowPurgeMinPages) return;
+  const size_t want = ndirty - keep < npages ? ndirty - keep : npages;
+  DecayPipeline& p = pipeline(ExtentState::kDirty);
+  if (!p.mtx.try_lock()) return;  // a purge is on its way already
+  if (p.decay.purging) {
+    p.mtx.unlock();
+    return;
+  }
+  p.decay.purging = true;
+  p.mtx.unlock();
+  EdataList stash;
+  size_t nstashed = 0;
+  while (nstashed < want) {
+    Edata* e = extent::ecache_take(ecache_dirty, kGrowPurgeMinPages << kLgPage);
+    if (e == nullptr) break;
+    stash.push_back(e);
+    nstashed += e->npages();
+  }
+  if (nstashed != 0) decay_stashed(ExtentState::kDirty, /*fully=*/false, &stash);
+  p.mtx.lock();
+  p.decay.purging = false;
+  p.mtx.unlock();
 }
 
 bool Pac::expand(Edata* e, size_t old_size, size_t new_size, bool zero) {

@@ -4,7 +4,8 @@
 // order: the dirty ecache (recently freed, resident), the muzzy ecache (lazily purged; skipped
 // when muzzy decay is 0), the dirty ecache again without the lg_max_fit bound (ours,
 // opt.reuse_before_grow: resident pages beat faulting in new ones), the retained ecache (purged
-// address space) and finally new address space grown in a geometric series. Frees go to the dirty ecache; decay moves pages on to muzzy
+// address space) and finally new address space grown in a geometric series; growth then purges
+// as many idle dirty pages (ours, opt.purge_on_grow). Frees go to the dirty ecache; decay moves pages on to muzzy
 // or retained. This is where the project's coalescing bound lives (extent.cc, record path).
 // Layer: extent. Callers: arena (alloc/dalloc/expand/shrink, decay ticks, purge), ctl (stats).
 // Concurrency: ecache mutexes (kEcache), `grow_mtx` (kExtentGrow, held around recycling from
@@ -65,6 +66,7 @@ struct PacOptions {
   bool bounded_coalesce = true;     // opt.bounded_coalesce (ours): bound eager dirty merges
   bool reuse_before_grow = true;    // opt.reuse_before_grow (ours): unbounded dirty fit last
   bool best_fit = true;             // opt.extent_best_fit (ours): smallest class first
+  bool purge_on_grow = false;       // opt.purge_on_grow (ours): growth purges idle dirty pages
   size_t oversize_threshold = size_t{8} << 20;  // opt.oversize_threshold
   int64_t dirty_decay_ms = 10000;   // opt.dirty_decay_ms
   int64_t muzzy_decay_ms = 0;       // opt.muzzy_decay_ms
@@ -88,7 +90,8 @@ class Pac {
   /// asked. nullptr on OOM -- or, without `may_grow`, when no cached (dirty/muzzy) extent fits.
   /// The caller sets szind/slab via the emap.
   Edata* alloc(size_t size, size_t alignment, bool zero, bool may_grow = true);
-  /// The growth half of alloc(): retained address space, else a new mapping.
+  /// The growth half of alloc(): retained address space, else a new mapping; then, with
+  /// opt.purge_on_grow, up to as many dirty pages purged as were grown (purge_for_growth).
   Edata* grow(size_t size, size_t alignment, bool zero);
   /// Grow `e` in place to new_size by absorbing the free extent that follows it.
   bool expand(Edata* e, size_t old_size, size_t new_size, bool zero);
@@ -179,6 +182,13 @@ class Pac {
   void count_alloc(PacSource src, size_t size);
   /// dirty (bounded), muzzy, then dirty without the bound (reuse_before_grow); no accounting.
   Edata* take_cached(size_t size, size_t alignment, bool zero, PacSource* src);
+  /// opt.purge_on_grow: after growing by `npages`, purge up to that many dirty pages, taking
+  /// only extents of at least kGrowPurgeMinPages and keeping max(kGrowPurgeMinKeepPages,
+  /// nactive / kGrowPurgeActiveDiv) dirty.
+  void purge_for_growth(size_t npages);
+  static constexpr size_t kGrowPurgeMinPages = 16;  // 64 KiB: one madvise per >= 16 pages
+  static constexpr size_t kGrowPurgeMinKeepPages = (size_t{1} << 20) >> config::kLgPage;
+  static constexpr size_t kGrowPurgeActiveDiv = 32;
 
   DecayPipeline decay_dirty_;
   DecayPipeline decay_muzzy_;
@@ -188,6 +198,7 @@ class Pac {
   std::atomic<bool> bounded_coalesce_{true};
   unsigned lg_max_fit_ = 6;
   bool reuse_before_grow_ = true;
+  bool purge_on_grow_ = false;
   bool retain_ = true;
   unsigned ind_ = 0;
 

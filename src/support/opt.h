@@ -27,7 +27,7 @@
 // background_thread.c, extent.c, ...; the `opt.*` mallctl nodes of ctl.c. Deliberate
 // differences (documented in doc/options.md): built like `--disable-prof` (every prof* key is an
 // "Invalid conf pair" and `opt.prof*` is absent), and our own keys `bounded_coalesce`,
-// `reuse_before_grow`, `extent_best_fit` and `borrow_dirty`.
+// `reuse_before_grow`, `extent_best_fit`, `purge_on_grow` and `borrow_dirty`.
 #pragma once
 
 #include <sys/types.h>
@@ -419,6 +419,9 @@ template <> struct OptStorage<OptKind::kNotBuilt> {
   X(extent_best_fit, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
     "Reuse free extents best fit (smallest size class that fits, oldest within it); false " \
     "takes the oldest fitting extent of any class, as jemalloc 5.3.0 does.") \
+  X(purge_on_grow, Bool, false, (opt_any()), kOptBoth, "ours: supported", \
+    "true: an arena that takes retained or new pages purges as many dirty pages, from free " \
+    "extents of 64 KiB or more, keeping max(1 MiB, active/32); false (default): as 5.3.0.") \
   X(borrow_dirty, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
     "A large allocation its automatic arena would grow for is served from another automatic " \
     "arena's cached pages (and belongs to it); false keeps arenas apart as jemalloc 5.3.0 does.") \

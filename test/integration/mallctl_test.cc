@@ -605,6 +605,14 @@ TEST_COMPAT(opt_extent_best_fit, "extent-best-fit") {
   EXPECT_EQ(jt::ctl_set("opt.extent_best_fit", true), EPERM);
 }
 
+// Ours: whether growth purges idle dirty pages.
+TEST_COMPAT(opt_purge_on_grow, "purge-on-grow") {
+  bool b = false;
+  ASSERT_EQ(jt::ctl_get("opt.purge_on_grow", &b), 0);
+  EXPECT_EQ(b, jt::conf_bool("purge_on_grow", false));
+  EXPECT_EQ(jt::ctl_set("opt.purge_on_grow", true), EPERM);
+}
+
 TEST(error_einval_wrong_oldlen) {
   // Too wide: 4 bytes copied, *oldlenp says 4.
   uint64_t wide = 0xdeadbeefdeadbeefull;

@@ -71,7 +71,8 @@ const char *malloc_conf =
 // Off, the library places extents as 5.3.0 does, and every counter printed here must agree.
 // The same holds for our unbounded dirty reuse before growth (doc/compat.md#reuse-before-grow).
 const char *malloc_conf_2_conf_harder =
-    "bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,borrow_dirty:false";
+    "bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,"
+    "borrow_dirty:false";
 
 namespace {
 

@@ -589,6 +589,7 @@ TEST_F(Ctl, ConfigAndOpt) {
   EXPECT_STREQ(read<const char*>("opt.dss"), "secondary");
   EXPECT_TRUE(read<bool>("opt.bounded_coalesce"));
   EXPECT_TRUE(read<bool>("opt.reuse_before_grow"));
+  EXPECT_FALSE(read<bool>("opt.purge_on_grow"));
   EXPECT_TRUE(read<bool>("opt.extent_best_fit"));
   EXPECT_TRUE(read<bool>("opt.borrow_dirty"));
   bool b;

@@ -178,7 +178,7 @@ TEST_F(OptTest, MallctlViewMatchesGoldenNames) {
   const OptDesc* view = je::opt_table(&n);
   std::set<std::string> ours;
   for (size_t i = 0; i < n; i++) ours.insert(view[i].name);
-  std::set<std::string> expected = {"bounded_coalesce", "reuse_before_grow", "borrow_dirty", "extent_best_fit"};
+  std::set<std::string> expected = {"bounded_coalesce", "reuse_before_grow", "borrow_dirty", "extent_best_fit", "purge_on_grow"};
   for (const Golden& g : kGolden) {
     if (strcmp(g.width, "-") == 0 || is_prof_name(g.name)) continue;
     expected.insert(g.name);
@@ -243,6 +243,7 @@ TEST_F(OptTest, StringOptionsPointAtTheirChoiceLiteralsOrBuffers) {
   EXPECT_EQ(je::g_opt.narenas_ratio, 4u << 16);
   EXPECT_TRUE(je::g_opt.bounded_coalesce);
   EXPECT_TRUE(je::g_opt.reuse_before_grow);
+  EXPECT_FALSE(je::g_opt.purge_on_grow);
   EXPECT_TRUE(je::g_opt.extent_best_fit);
   EXPECT_TRUE(je::g_opt.borrow_dirty);
 }

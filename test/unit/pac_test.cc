@@ -17,6 +17,39 @@ PacOptions opts(int64_t dirty_ms, int64_t muzzy_ms) {
   return o;
 }
 
+// Ours (opt.purge_on_grow): ten 128 KiB dirty extents (fenced apart) and a 2 MiB request that
+// none fits: the growth purges as many pages as it takes beyond the 1 MiB reserve, from whole
+// extents of at least 64 KiB; small dirty pieces are never taken; off, nothing is purged.
+void growth_purge_case(bool on, size_t* purged, size_t* ndirty) {
+  PacOptions o = opts(10000, 0);
+  o.purge_on_grow = on;
+  Pac* pac = make_pac(o);
+  Edata* big[10];
+  Edata* small[10];
+  for (int i = 0; i < 10; i++) {
+    big[i] = pac->alloc(128 * kKiB, kPg, false);
+    small[i] = pac->alloc(4 * kKiB, kPg, false);
+  }
+  for (int i = 0; i < 10; i++) pac->dalloc(big[i]);
+  for (int i = 0; i < 5; i++) pac->dalloc(small[i]);  // 4 KiB pieces, fenced by the others
+  size_t before = pac->stats.decay_dirty.purged.load();
+  Edata* g = pac->alloc(2048 * kKiB, kPg, false);
+  ASSERT_NE(g, nullptr);
+  *purged = pac->stats.decay_dirty.purged.load() - before;
+  *ndirty = pac->ndirty();
+}
+
+TEST(Pac, GrowthPurgesLargeIdleDirtyExtents) {
+  size_t purged, ndirty;
+  growth_purge_case(true, &purged, &ndirty);
+  // 10 x 32 + 5 pages dirty, reserve 256 pages: 69 to purge, in whole 32-page extents -> 96.
+  EXPECT_EQ(purged, 96u);
+  EXPECT_EQ(ndirty, 10 * 32 + 5 - 96u);
+  growth_purge_case(false, &purged, &ndirty);
+  EXPECT_EQ(purged, 0u);
+  EXPECT_EQ(ndirty, 10 * 32 + 5u);
+}
+
 // Extent sizes below are usable size + the 4 KiB cache-oblivious pad, as real large
 // allocations request them (other sizes would land between the eset's bins).
 TEST(Pac, PurgeDirtyToRetainedDropsResidency) {
@@ -168,6 +201,7 @@ PatternResult run_pattern(bool bounded, bool with_slabs, int rounds, bool ours =
   // Our other placement options off: the bound alone vs stock 5.3 (see the last test).
   o.reuse_before_grow = ours;
   o.best_fit = ours;
+  o.purge_on_grow = ours;
   Pac* pac = make_pac(o);
   PatternResult r;
   constexpr int kBlocks = 256;
@@ -237,10 +271,10 @@ TEST(Pac, RallocPatternWithSlabs) {
 }
 
 TEST(Pac, RallocPatternUnboundedWithReuseBeforeGrow) {
-  // Ours (opt.reuse_before_grow, with opt.extent_best_fit as by default): with 5.3.0's
-  // unbounded merging the freed blocks still merge into extents beyond the reuse ratio, but the
-  // next round splits them instead of faulting in new pages; after the second round (the slabs'
-  // layout settles) nothing comes from retained or fresh memory.
+  // Ours (opt.reuse_before_grow, with extent_best_fit and purge_on_grow on): with
+  // 5.3.0's unbounded merging the freed blocks still merge into extents beyond the reuse
+  // ratio, but the next round splits them instead of faulting in new pages; after the second
+  // round (the slabs' layout settles) nothing comes from retained or fresh memory.
   constexpr int kRounds = 20;
   PatternResult u = run_pattern(false, true, kRounds, /*ours=*/true);
   PatternResult b = run_pattern(true, true, kRounds, /*ours=*/true);

@@ -285,6 +285,7 @@ constexpr const char* kTextSections[] = {
     "  opt.bounded_coalesce: ",
     "  opt.reuse_before_grow: ",
     "  opt.extent_best_fit: ",
+    "  opt.purge_on_grow: ",
     "  opt.borrow_dirty: ",
     "\nArenas: ",
     "\nQuantum size: 16\nPage size: 4096\n",
@@ -443,7 +444,7 @@ TEST_F(StatsPrint, JsonParsesWith53KeyPaths) {
       "jemalloc.stats.arenas.0.hpa_shard.empty_slabs.ndirty_nonhuge",
       "jemalloc.stats.arenas.0.hpa_shard.nonfull_slabs[].ndirty_huge",
       // Ours, after 5.3.0's keys.
-      "jemalloc.opt.bounded_coalesce", "jemalloc.opt.reuse_before_grow", "jemalloc.opt.extent_best_fit", "jemalloc.opt.borrow_dirty", ours + "dirty_merges", ours + "dirty_merges_refused",
+      "jemalloc.opt.bounded_coalesce", "jemalloc.opt.reuse_before_grow", "jemalloc.opt.purge_on_grow", "jemalloc.opt.extent_best_fit", "jemalloc.opt.borrow_dirty", ours + "dirty_merges", ours + "dirty_merges_refused",
       ours + "evict_merges", ours + "dirty_allocs", ours + "muzzy_allocs",
       ours + "retained_allocs", ours + "fresh_allocs", ours + "dirty_alloc_pages",
       ours + "muzzy_alloc_pages", ours + "retained_alloc_pages", ours + "fresh_alloc_pages",
