@@ -4,7 +4,9 @@
 Every program in bench/ is linked against libc only, so the same binary runs
 under any allocator through LD_PRELOAD.  This driver runs the selected
 workloads under each allocator -- ours (the libjemalloc.so.2 of a build
-tree), ours with MALLOC_CONF=bounded_coalesce:false, Debian's jemalloc
+tree), ours with 5.3.0's extent placement (MALLOC_CONF=bounded_coalesce:false,
+reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,borrow_dirty:false),
+Debian's jemalloc
 5.3.0, tcmalloc, mimalloc and glibc -- interleaved (round-robin over the
 allocators inside every repetition, rotating the order between repetitions,
 so that machine noise spreads over all of them), N repetitions each.
@@ -54,7 +56,11 @@ sys.dont_write_bytecode = True
 from bench_report import make_plots, summarize, write_csv  # noqa: E402
 
 DEFAULT_ALLOCATORS = ["ours", "ours-unbounded", "jemalloc", "tcmalloc", "mimalloc", "glibc"]
-UNBOUNDED_CONF = "bounded_coalesce:false"
+# 5.3.0's extent placement in our build: unbounded merging, no dirty reuse beyond
+# lg_extent_max_active_fit before growing, oldest-first fit, no purging on growth, no pages
+# shared between arenas.
+UNBOUNDED_CONF = ("bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,"
+                  "purge_on_grow:false,borrow_dirty:false")
 
 # Library search: the multiarch directory of this machine first.
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
@@ -105,7 +111,7 @@ def allocator_registry(args):
     reg = {
         "ours": Allocator("ours", ours, note="this tree"),
         "ours-unbounded": Allocator("ours-unbounded", ours, {"MALLOC_CONF": UNBOUNDED_CONF},
-                                    note="ours, unbounded eager coalescing (5.3.0's behaviour)"),
+                                    note="ours, 5.3.0's unbounded eager coalescing, growth order and arena separation"),
         "jemalloc": Allocator("jemalloc", find_system_lib("libjemalloc.so.2"),
                               note="Debian's jemalloc 5.3.0 (baseline)"),
         "tcmalloc": Allocator("tcmalloc", find_system_lib("libtcmalloc_minimal.so.4",

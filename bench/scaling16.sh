@@ -1,6 +1,6 @@
 #!/bin/bash
 # scaling16.sh: thread-scaling comparison (1, 4, 16 threads) of ours, ours with
-# bounded_coalesce:false, Debian's jemalloc, tcmalloc, mimalloc and glibc, 3 interleaved
+# 5.3.0's extent placement (doc/compat.md#placement-530), Debian's jemalloc, tcmalloc, mimalloc and glibc, 3 interleaved
 # repetitions; RESULT lines go to $OUT/results.txt (bench/results/*-16cpu.md was made from one).
 # Meant for a many-core machine without the build tools: it runs from a folder laid out as
 #   build/.libs/libjemalloc.so.2   build/bench/{rallocx_4k16k,agg_hash,server_sim,pipeline}
@@ -13,7 +13,7 @@ declare -A LIB=( [ours]=$PWD/build/.libs/libjemalloc.so.2 [ours-unbounded]=$PWD/
 ALLOCS="ours ours-unbounded jemalloc tcmalloc mimalloc glibc"
 run() { # alloc workload cmd...
   local a=$1 w=$2; shift 2
-  local conf=; [ "$a" = ours-unbounded ] && conf=bounded_coalesce:false
+  local conf=; [ "$a" = ours-unbounded ] && conf=bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,borrow_dirty:false
   local line
   line=$(env ${LIB[$a]:+LD_PRELOAD=${LIB[$a]}} ${conf:+MALLOC_CONF=$conf} timeout 120 "$@" 2>&1 | grep '^RESULT' | tail -1)
   echo "alloc=$a workload=$w $line" >> $O/results.txt

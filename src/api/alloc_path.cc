@@ -69,7 +69,9 @@ void* alloc_large(Tsd& tsd, Tcache* tc, Arena* arena, size_t usize, size_t align
   }
   Arena* a = pick_large_arena(tsd, arena, huge_key);
   if (a == nullptr) return nullptr;
-  return a->malloc_large(usize, alignment < kCacheline ? kCacheline : alignment, zero);
+  // Only an automatic choice may be served by another arena (opt.borrow_dirty).
+  return a->malloc_large(usize, alignment < kCacheline ? kCacheline : alignment, zero,
+                         /*may_borrow=*/arena == nullptr);
 }
 
 // opt.junk / opt.zero fill patterns (jemalloc's values).
@@ -267,7 +269,8 @@ void* reallocate(void* ptr, size_t size, size_t alignment, bool zero, unsigned t
     // Large to large moves bypass the cache for the new block, as jemalloc does.
     Arena* a = pick_large_arena(tsd, arena, usize);
     p = a == nullptr ? nullptr
-                     : a->malloc_large(usize, alignment < kCacheline ? kCacheline : alignment, zero);
+                     : a->malloc_large(usize, alignment < kCacheline ? kCacheline : alignment, zero,
+                                       /*may_borrow=*/arena == nullptr);
   } else {
     p = ialloc(tsd, usize, alignment, zero, tc, arena, usize);
   }

@@ -61,6 +61,9 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
   o.retain = g_opt.retain;
   o.lg_max_fit = static_cast<unsigned>(g_opt.lg_extent_max_active_fit);
   o.bounded_coalesce = g_opt.bounded_coalesce;
+  o.reuse_before_grow = g_opt.reuse_before_grow;
+  o.best_fit = g_opt.extent_best_fit;
+  o.purge_on_grow = g_opt.purge_on_grow;
   // Arena 0 is made before 5.3.0 applies opt.oversize_threshold, so it keeps the built-in
   // 8 MiB whatever the option says (arena.0.oversize_threshold reads 8388608 there too).
   o.oversize_threshold = ind == 0 ? kArena0OversizeThreshold : arenas_oversize_threshold();
@@ -232,21 +235,41 @@ void Arena::randomize_offset(Edata* e, size_t alignment) {
   e->addr = ptr_of(e->base_addr() + (r << (config::kLgPage - lg_range)));
 }
 
-void* Arena::malloc_large(size_t usize, size_t alignment, bool zero) {
+bool Arena::may_share_pages() const {
+  // percpu_arena asks for CPU-local arenas: their pages stay theirs.
+  return !manual_ && ind_ < arenas_narenas_auto() && pac.ehooks.is_default() &&
+         g_opt.percpu_arena_mode == PercpuArenaMode::kDisabled;
+}
+
+void* Arena::malloc_large(size_t usize, size_t alignment, bool zero, bool may_borrow) {
   szind_t szind = sz::size2index(usize);
-  Edata* e = pac.alloc(usize + sz::kLargePad, alignment, zero);
+  const size_t size = usize + sz::kLargePad;
+  Arena* owner = this;
+  Edata* e;
+  if (may_borrow && g_opt.borrow_dirty && may_share_pages()) {
+    // Ours (opt.borrow_dirty): this arena's own cached pages first; then, rather than grow
+    // (new pages, a fault each, while other arenas hold resident free pages -- a producer's
+    // arena filling up while its consumers' arenas hold what they freed), a fitting cached
+    // extent of another automatic arena. The block stays that arena's: it is freed back
+    // there, merges with its neighbours there, and counts in its stats.
+    e = pac.alloc(size, alignment, zero, /*may_grow=*/false);
+    if (e == nullptr) e = arenas_borrow_large(this, size, alignment, zero, &owner);
+    if (e == nullptr) e = pac.grow(size, alignment, zero);
+  } else {
+    e = pac.alloc(size, alignment, zero);
+  }
   if (e == nullptr) return nullptr;
   g_emap.remap(e, szind, /*slab=*/false);
   if (manual_) {
     MutexGuard g(large_mtx_);
     large_.push_back(e);
   }
-  LargeStats& ls = lstats[szind - sc::kNBins];
+  LargeStats& ls = owner->lstats[szind - sc::kNBins];
   bump(ls.nmalloc);
   bump(ls.nrequests);
   ls.curlextents.fetch_add(1, std::memory_order_relaxed);
   randomize_offset(e, alignment);
-  decay_tick();
+  owner->decay_tick();
   return e->addr;
 }
 

@@ -68,8 +68,14 @@ class Arena {
   void merge_small_tcache_stats(szind_t binind, uint64_t nrequests, bool flush);
 
   // ---- large ------------------------------------------------------------------------------
-  /// A large allocation of usable size `usize` (a large class) aligned to `alignment`.
-  void* malloc_large(size_t usize, size_t alignment, bool zero);
+  /// A large allocation of usable size `usize` (a large class) aligned to `alignment`. With
+  /// `may_borrow` (automatic arena selection) and opt.borrow_dirty, when this arena would have
+  /// to grow, another automatic arena with a fitting cached extent serves it instead (the
+  /// block belongs to that arena and counts in its stats).
+  void* malloc_large(size_t usize, size_t alignment, bool zero, bool may_borrow = false);
+  /// Whether this arena may take part in opt.borrow_dirty: automatic, default extent hooks, no
+  /// percpu_arena.
+  bool may_share_pages() const;
   void dalloc_large(Edata* e);
   /// Resize a large allocation in place to a usable size in [usize_min, usize_max] (both
   /// large classes), preferring the largest that works. True on success.

@@ -102,6 +102,26 @@ bool arenas_boot() {
 unsigned arenas_narenas_auto() { return g_narenas_auto; }
 unsigned arenas_narenas_total() { return g_narenas_total.load(std::memory_order_acquire); }
 size_t arenas_oversize_threshold() { return g_oversize_threshold; }
+Edata* arenas_borrow_large(Arena* home, size_t size, size_t alignment, bool zero, Arena** owner) {
+  const unsigned n = g_narenas_auto;
+  const unsigned h = home->ind();
+  const size_t npages = size >> config::kLgPage;
+  // Round robin from the next index, so that arenas short of pages do not all ask the same one
+  // first. The unlocked page counts only skip arenas that cannot have a fit.
+  for (unsigned k = 1; k < n; k++) {
+    const unsigned i = h + k < n ? h + k : h + k - n;
+    Arena* a = g_arenas[i].load(std::memory_order_acquire);
+    if (a == nullptr || a->pac.ndirty() + a->pac.nmuzzy() < npages || !a->may_share_pages()) {
+      continue;
+    }
+    if (Edata* e = a->pac.alloc(size, alignment, zero, /*may_grow=*/false)) {
+      *owner = a;
+      return e;
+    }
+  }
+  return nullptr;
+}
+
 bool arenas_huge_enabled() { return g_huge_enabled; }
 unsigned arenas_huge_ind() { return g_huge_ind; }
 

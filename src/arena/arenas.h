@@ -100,6 +100,12 @@ int64_t arenas_muzzy_decay_ms_default();
 bool arenas_set_dirty_decay_ms_default(int64_t ms);
 bool arenas_set_muzzy_decay_ms_default(int64_t ms);
 
+/// Ours (opt.borrow_dirty): a cached (dirty or muzzy) extent of `size` bytes from an automatic
+/// arena other than `home` -- never growth, never the huge arena or a manual one, default
+/// extent hooks only -- allocated in and owned by that arena (*owner), or nullptr.
+struct Edata;
+Edata* arenas_borrow_large(Arena* home, size_t size, size_t alignment, bool zero, Arena** owner);
+
 void arenas_prefork();
 void arenas_postfork_parent();
 /// In a fork child: only the forking thread exists, so every arena's thread count is reset and

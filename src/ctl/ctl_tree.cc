@@ -120,7 +120,8 @@ constexpr const char* kOptNames[] = {
     "prof_recent_alloc_max", "prof_stats", "prof_sys_thread_name", "prof_time_resolution",
     "lg_san_uaf_align", "zero_realloc",
     // Ours.
-    "bounded_coalesce", "idle_arena_decay",
+    "bounded_coalesce", "idle_arena_decay", "reuse_before_grow", "extent_best_fit",
+    "purge_on_grow", "borrow_dirty",
 };
 constexpr size_t kNOpt = sizeof(kOptNames) / sizeof(kOptNames[0]);
 

@@ -1,7 +1,8 @@
 // eset.h: a set of free extents of one state, indexed for first-fit-by-age.
 //
 // Purpose: holds the free extents of an ecache. One bin per page-size class (+1 overflow bin)
-// whose pairing heap orders extents by (serial number, address); a bitmap of non-empty bins; a
+// whose pairing heap orders extents by (serial number, address); fit is first fit by age across
+// bins (5.3.0) or, ours, best fit by class then age (opt.extent_best_fit); a bitmap of non-empty bins; a
 // cached copy of each bin's minimum so a fit search compares bins without touching cold
 // descriptors; an LRU list (insertion order) used only by eviction; counters for stats.
 // Layer: extent. Callers: ecache/extent (under the ecache lock); stats readers (lock-free).
@@ -38,8 +39,12 @@ class Eset {
   /// First fit by age: among extents of at least `esize` bytes (with room to place an
   /// `alignment`-aligned range), the oldest (lowest sn, then address), searching the bins from
   /// esize's class upward but not past bins whose class exceeds `esize << lg_max_fit`.
-  /// `exact_only` restricts the search to esize's own bin. Does not remove the extent.
+  /// With best fit (set_best_fit, ours) the smallest non-empty bin in that range wins and the
+  /// age order applies only within it. `exact_only` restricts the search to esize's own bin.
+  /// Does not remove the extent.
   Edata* fit(size_t esize, size_t alignment, bool exact_only, unsigned lg_max_fit);
+  /// Ours (opt.extent_best_fit): choose the smallest class that fits first, then by age.
+  void set_best_fit(bool on) { best_fit_ = on; }
 
   /// Oldest-inserted extent (eviction order), or nullptr.
   Edata* lru_first() const { return lru_.front(); }
@@ -89,6 +94,7 @@ class Eset {
   FixedBitmap<kNBins> nonempty_;
   EdataList lru_;
   std::atomic<size_t> npages_{0};
+  bool best_fit_ = false;
 };
 
 }  // namespace je

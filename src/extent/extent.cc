@@ -201,7 +201,8 @@ bool split_interior(Pac& pac, Edata** e, Edata** lead, Edata** trail, size_t siz
   return true;
 }
 
-Edata* recycle_extract(Pac& pac, Ecache& ec, Edata* expand, size_t size, size_t alignment) {
+Edata* recycle_extract(Pac& pac, Ecache& ec, Edata* expand, size_t size, size_t alignment,
+                       bool bounded) {
   Edata* e;
   if (expand != nullptr) {
     e = g_emap.try_acquire_neighbor(expand, ec.state, /*forward=*/true, /*expanding=*/true);
@@ -211,8 +212,9 @@ Edata* recycle_extract(Pac& pac, Ecache& ec, Edata* expand, size_t size, size_t 
     }
   } else {
     // Dirty reuse is bounded: splitting a much larger dirty extent for a small request would
-    // fragment it while delayed coalescing keeps the pieces apart.
-    unsigned lg_max_fit = ec.delay_coalesce ? pac.lg_max_fit() : Eset::kUnboundedFit;
+    // fragment it while delayed coalescing keeps the pieces apart. The page allocator lifts the
+    // bound as its last resort before growing (Pac::alloc, opt.reuse_before_grow).
+    unsigned lg_max_fit = ec.delay_coalesce && bounded ? pac.lg_max_fit() : Eset::kUnboundedFit;
     e = ec.eset.fit(size, alignment, /*exact_only=*/false, lg_max_fit);
   }
   if (e != nullptr) activate_locked(ec, e);
@@ -220,9 +222,9 @@ Edata* recycle_extract(Pac& pac, Ecache& ec, Edata* expand, size_t size, size_t 
 }
 
 Edata* recycle(Pac& pac, Ecache& ec, Edata* expand, size_t size, size_t alignment, bool zero,
-               bool* commit) {
+               bool* commit, bool bounded = true) {
   ec.mtx.lock();
-  Edata* e = recycle_extract(pac, ec, expand, size, alignment);
+  Edata* e = recycle_extract(pac, ec, expand, size, alignment, bounded);
   if (e == nullptr) {
     ec.mtx.unlock();
     return nullptr;
@@ -333,9 +335,9 @@ size_t coalesce_bound(size_t size, unsigned lg_max_fit) {
 }
 
 Edata* ecache_alloc(Pac& pac, Ecache& ecache, Edata* expand, size_t size, size_t alignment,
-                    bool zero) {
+                    bool zero, bool bounded) {
   bool commit = true;
-  return recycle(pac, ecache, expand, size, alignment, zero, &commit);
+  return recycle(pac, ecache, expand, size, alignment, zero, &commit, bounded);
 }
 
 Edata* ecache_alloc_grow(Pac& pac, Edata* expand, size_t size, size_t alignment, bool zero,
@@ -359,6 +361,13 @@ Edata* ecache_alloc_grow(Pac& pac, Edata* expand, size_t size, size_t alignment,
                       &commit);
   }
   *fresh = e != nullptr;
+  return e;
+}
+
+Edata* ecache_take(Ecache& ec, size_t min_size) {
+  MutexGuard guard(ec.mtx);
+  Edata* e = ec.eset.fit(min_size, kPage, /*exact_only=*/false, Eset::kUnboundedFit);
+  if (e != nullptr) activate_locked(ec, e);
   return e;
 }
 

@@ -41,12 +41,16 @@ size_t coalesce_bound(size_t size, unsigned lg_max_fit);
 
 /// Take an extent of `size` bytes aligned to `alignment` from `ecache` (dirty or muzzy), or,
 /// with `expand`, the free extent right after `expand` (for in-place growth). nullptr if none.
+/// Dirty reuse honours the lg_max_fit bound unless `bounded` is false.
 Edata* ecache_alloc(Pac& pac, Ecache& ecache, Edata* expand, size_t size, size_t alignment,
-                    bool zero);
+                    bool zero, bool bounded = true);
 /// Take from the retained ecache, else grow new address space (retain) or map it (no retain).
 /// *fresh reports that the extent comes from a new mapping.
 Edata* ecache_alloc_grow(Pac& pac, Edata* expand, size_t size, size_t alignment, bool zero,
                          bool* fresh);
+/// Remove and return (active, owned, unsplit) the free extent of at least `min_size` bytes an
+/// allocation of that size would pick, or nullptr (opt.purge_on_grow's victims).
+Edata* ecache_take(Ecache& ecache, size_t min_size);
 /// Record a free (owned, registered) extent into `ecache`, coalescing per the ecache's regime.
 void ecache_dalloc(Pac& pac, Ecache& ecache, Edata* e);
 /// Remove and return the least recently inserted extent if the ecache holds more than

@@ -17,11 +17,16 @@ bool Pac::init(const PacOptions& o) {
   base = o.base;
   retain_ = o.retain;
   lg_max_fit_ = o.lg_max_fit;
+  reuse_before_grow_ = o.reuse_before_grow;
+  purge_on_grow_ = o.purge_on_grow;
   bounded_coalesce_.store(o.bounded_coalesce, std::memory_order_relaxed);
   oversize_threshold_.store(o.oversize_threshold, std::memory_order_relaxed);
   ecache_dirty.init(ExtentState::kDirty, o.ind, /*delay=*/true);
   ecache_muzzy.init(ExtentState::kMuzzy, o.ind, /*delay=*/false);
   ecache_retained.init(ExtentState::kRetained, o.ind, /*delay=*/false);
+  ecache_dirty.eset.set_best_fit(o.best_fit);
+  ecache_muzzy.eset.set_best_fit(o.best_fit);
+  ecache_retained.eset.set_best_fit(o.best_fit);
   edata_cache.init(o.base);
   ehooks.init(o.ind, o.hooks != nullptr ? o.hooks : const_cast<extent_hooks_t*>(&kDefaultExtentHooks));
   exp_grow.next = sz::psz2ind(config::kHugepage);
@@ -37,23 +42,81 @@ void Pac::count_alloc(PacSource src, size_t size) {
   stats.alloc_pages[i].fetch_add(size >> kLgPage, std::memory_order_relaxed);
 }
 
-Edata* Pac::alloc(size_t size, size_t alignment, bool zero) {
-  PacSource src = PacSource::kDirty;
+Edata* Pac::take_cached(size_t size, size_t alignment, bool zero, PacSource* src) {
+  *src = PacSource::kDirty;
   Edata* e = extent::ecache_alloc(*this, ecache_dirty, nullptr, size, alignment, zero);
   if (e == nullptr && may_have_muzzy()) {
-    src = PacSource::kMuzzy;
+    *src = PacSource::kMuzzy;
     e = extent::ecache_alloc(*this, ecache_muzzy, nullptr, size, alignment, zero);
   }
-  if (e == nullptr) {
-    bool fresh;
-    e = extent::ecache_alloc_grow(*this, nullptr, size, alignment, zero, &fresh);
-    if (e == nullptr) return nullptr;
-    src = fresh ? PacSource::kFresh : PacSource::kRetained;
-    stats.mapped.fetch_add(size, std::memory_order_relaxed);
+  // Ours (opt.reuse_before_grow): the lg_max_fit bound keeps big dirty extents whole for big
+  // requests, but when the alternative is retained or new memory -- a page fault per page and
+  // more RSS while the big extent sits resident and unused -- splitting it is the better deal.
+  // The unlocked page count only skips a search that cannot succeed.
+  if (e == nullptr && reuse_before_grow_ && lg_max_fit_ < Eset::kUnboundedFit &&
+      ecache_dirty.npages() >= (size >> kLgPage)) {
+    *src = PacSource::kDirty;
+    e = extent::ecache_alloc(*this, ecache_dirty, nullptr, size, alignment, zero,
+                             /*bounded=*/false);
   }
+  return e;
+}
+
+Edata* Pac::alloc(size_t size, size_t alignment, bool zero, bool may_grow) {
+  PacSource src;
+  Edata* e = take_cached(size, alignment, zero, &src);
+  if (e == nullptr) return may_grow ? grow(size, alignment, zero) : nullptr;
   nactive_.fetch_add(size >> kLgPage, std::memory_order_relaxed);
   count_alloc(src, size);
   return e;
+}
+
+Edata* Pac::grow(size_t size, size_t alignment, bool zero) {
+  bool fresh;
+  Edata* e = extent::ecache_alloc_grow(*this, nullptr, size, alignment, zero, &fresh);
+  if (e == nullptr) return nullptr;
+  stats.mapped.fetch_add(size, std::memory_order_relaxed);
+  nactive_.fetch_add(size >> kLgPage, std::memory_order_relaxed);
+  count_alloc(fresh ? PacSource::kFresh : PacSource::kRetained, size);
+  if (purge_on_grow_) purge_for_growth(size >> kLgPage);
+  return e;
+}
+
+// Ours (opt.purge_on_grow). We get here only when nothing cached fits the request, so the dirty
+// pages held are in pieces too small for it (or, with reuse_before_grow off, beyond the reuse
+// ratio): resident, yet not serving the demand that now faults in new pages. Purging as many
+// of them as we just grew keeps the footprint from stacking the two. Only pieces of at least
+// kGrowPurgeMinPages are purged -- one madvise each, so the cost per page stays low (purging
+// small slab-sized pieces one by one cost more time than it saved memory) -- and a reserve of
+// max(1 MiB, active / 32) stays dirty. Decay would purge these pages later anyway; this brings
+// it forward through the same pipeline (counted in the dirty decay stats).
+void Pac::purge_for_growth(size_t npages) {
+  if (decay_ms_get(ExtentState::kDirty) <= 0) return;  // -1: never purge; 0: nothing dirty
+  const size_t ndirty = ecache_dirty.npages();
+  size_t keep = nactive() / kGrowPurgeActiveDiv;
+  if (keep < kGrowPurgeMinKeepPages) keep = kGrowPurgeMinKeepPages;
+  if (ndirty <= keep + kGrowPurgeMinPages) return;
+  const size_t want = ndirty - keep < npages ? ndirty - keep : npages;
+  DecayPipeline& p = pipeline(ExtentState::kDirty);
+  if (!p.mtx.try_lock()) return;  // a purge is on its way already
+  if (p.decay.purging) {
+    p.mtx.unlock();
+    return;
+  }
+  p.decay.purging = true;
+  p.mtx.unlock();
+  EdataList stash;
+  size_t nstashed = 0;
+  while (nstashed < want) {
+    Edata* e = extent::ecache_take(ecache_dirty, kGrowPurgeMinPages << kLgPage);
+    if (e == nullptr) break;
+    stash.push_back(e);
+    nstashed += e->npages();
+  }
+  if (nstashed != 0) decay_stashed(ExtentState::kDirty, /*fully=*/false, &stash);
+  p.mtx.lock();
+  p.decay.purging = false;
+  p.mtx.unlock();
 }
 
 bool Pac::expand(Edata* e, size_t old_size, size_t new_size, bool zero) {

@@ -2,8 +2,10 @@
 //
 // Purpose: serves page-multiple extents to the arena (slabs and large allocations) from, in
 // order: the dirty ecache (recently freed, resident), the muzzy ecache (lazily purged; skipped
-// when muzzy decay is 0), the retained ecache (purged address space) and finally new address
-// space grown in a geometric series. Frees go to the dirty ecache; decay moves pages on to muzzy
+// when muzzy decay is 0), the dirty ecache again without the lg_max_fit bound (ours,
+// opt.reuse_before_grow: resident pages beat faulting in new ones), the retained ecache (purged
+// address space) and finally new address space grown in a geometric series; growth then purges
+// as many idle dirty pages (ours, opt.purge_on_grow). Frees go to the dirty ecache; decay moves pages on to muzzy
 // or retained. This is where the project's coalescing bound lives (extent.cc, record path).
 // Layer: extent. Callers: arena (alloc/dalloc/expand/shrink, decay ticks, purge), ctl (stats).
 // Concurrency: ecache mutexes (kEcache), `grow_mtx` (kExtentGrow, held around recycling from
@@ -62,6 +64,9 @@ struct PacOptions {
   bool retain = true;               // opt.retain
   unsigned lg_max_fit = 6;          // opt.lg_extent_max_active_fit
   bool bounded_coalesce = true;     // opt.bounded_coalesce (ours): bound eager dirty merges
+  bool reuse_before_grow = true;    // opt.reuse_before_grow (ours): unbounded dirty fit last
+  bool best_fit = true;             // opt.extent_best_fit (ours): smallest class first
+  bool purge_on_grow = false;       // opt.purge_on_grow (ours): growth purges idle dirty pages
   size_t oversize_threshold = size_t{8} << 20;  // opt.oversize_threshold
   int64_t dirty_decay_ms = 10000;   // opt.dirty_decay_ms
   int64_t muzzy_decay_ms = 0;       // opt.muzzy_decay_ms
@@ -82,8 +87,12 @@ class Pac {
   bool init(const PacOptions& o);
 
   /// An active extent of `size` bytes (page multiple), aligned to `alignment`, zeroed if
-  /// asked. nullptr on OOM. The caller sets szind/slab via the emap.
-  Edata* alloc(size_t size, size_t alignment, bool zero);
+  /// asked. nullptr on OOM -- or, without `may_grow`, when no cached (dirty/muzzy) extent fits.
+  /// The caller sets szind/slab via the emap.
+  Edata* alloc(size_t size, size_t alignment, bool zero, bool may_grow = true);
+  /// The growth half of alloc(): retained address space, else a new mapping; then, with
+  /// opt.purge_on_grow, up to as many dirty pages purged as were grown (purge_for_growth).
+  Edata* grow(size_t size, size_t alignment, bool zero);
   /// Grow `e` in place to new_size by absorbing the free extent that follows it.
   bool expand(Edata* e, size_t old_size, size_t new_size, bool zero);
   /// Shrink `e` to new_size, recording the tail as dirty.
@@ -121,6 +130,7 @@ class Pac {
   void set_bounded_coalesce(bool on) { bounded_coalesce_.store(on, std::memory_order_relaxed); }
   bool bounded_coalesce() const { return bounded_coalesce_.load(std::memory_order_relaxed); }
   unsigned lg_max_fit() const { return lg_max_fit_; }
+  bool reuse_before_grow() const { return reuse_before_grow_; }
   bool retain() const { return retain_; }
   size_t oversize_threshold() const { return oversize_threshold_.load(std::memory_order_relaxed); }
   void set_oversize_threshold(size_t v) { oversize_threshold_.store(v, std::memory_order_relaxed); }
@@ -170,6 +180,15 @@ class Pac {
   void decay_to_limit(ExtentState which, bool fully, size_t npages_limit, size_t npages_max);
   size_t decay_stashed(ExtentState which, bool fully, EdataList* stash);
   void count_alloc(PacSource src, size_t size);
+  /// dirty (bounded), muzzy, then dirty without the bound (reuse_before_grow); no accounting.
+  Edata* take_cached(size_t size, size_t alignment, bool zero, PacSource* src);
+  /// opt.purge_on_grow: after growing by `npages`, purge up to that many dirty pages, taking
+  /// only extents of at least kGrowPurgeMinPages and keeping max(kGrowPurgeMinKeepPages,
+  /// nactive / kGrowPurgeActiveDiv) dirty.
+  void purge_for_growth(size_t npages);
+  static constexpr size_t kGrowPurgeMinPages = 16;  // 64 KiB: one madvise per >= 16 pages
+  static constexpr size_t kGrowPurgeMinKeepPages = (size_t{1} << 20) >> config::kLgPage;
+  static constexpr size_t kGrowPurgeActiveDiv = 32;
 
   DecayPipeline decay_dirty_;
   DecayPipeline decay_muzzy_;
@@ -178,6 +197,8 @@ class Pac {
   std::atomic<uint64_t> sn_next_{0};
   std::atomic<bool> bounded_coalesce_{true};
   unsigned lg_max_fit_ = 6;
+  bool reuse_before_grow_ = true;
+  bool purge_on_grow_ = false;
   bool retain_ = true;
   unsigned ind_ = 0;
 

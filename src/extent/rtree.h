@@ -6,7 +6,8 @@
 // from the global base, created on first use, never freed).
 // Layer: extent. Callers: emap only.
 // Concurrency: reads are lock-free (acquire loads of the leaf pointer and of the entry). Leaf
-// creation takes `init_mtx_` (rank kRtree) and publishes with a release store. Entry writes are
+// creation takes the file-static leaf mutex in rtree.cc (rank kRtree) and publishes with a
+// release store. Entry writes are
 // single 64-bit stores made by the thread that owns the extent (or holds its ecache lock).
 // Invariants: an entry, once its leaf exists, is always a whole packed value (never torn).
 // jemalloc mapping: rtree (src/rtree.c, include/jemalloc/internal/rtree.h), "compact" layout.
@@ -57,15 +58,19 @@ class Rtree {
     return e == nullptr ? 0 : e->load(std::memory_order_acquire);
   }
 
-  void prefork() { init_mtx_.prefork(); }
-  void postfork_parent() { init_mtx_.postfork_parent(); }
-  void postfork_child() { init_mtx_.postfork_child(); }
+  /// fork(): the leaf-creation mutex (one for every Rtree; see rtree.cc).
+  void prefork();
+  void postfork_parent();
+  void postfork_child();
 
  private:
   Leaf* create_leaf(uint64_t root_index);
 
+  // The only member, all zero: a constinit Rtree (and the Emap around it) then lives in .bss,
+  // so the root's pages are anonymous and resident only once touched. A non-zero member (the
+  // mutex used to be one) moves the whole 2 MiB into .data, whose file-backed pages the kernel
+  // may map in large folios on first read -- ~1 MiB of RSS for a handful of root entries.
   std::atomic<Leaf*> root_[kRootEntries] = {};
-  Mutex init_mtx_{LockRank::kRtree, "rtree"};
 };
 
 }  // namespace je

@@ -26,7 +26,8 @@
 // jemalloc mapping: the `opt_*` globals scattered over jemalloc.c, arena.c, tcache.c, pa.c,
 // background_thread.c, extent.c, ...; the `opt.*` mallctl nodes of ctl.c. Deliberate
 // differences (documented in doc/options.md): built like `--disable-prof` (every prof* key is an
-// "Invalid conf pair" and `opt.prof*` is absent), and our own key `bounded_coalesce`.
+// "Invalid conf pair" and `opt.prof*` is absent), and our own keys `bounded_coalesce`,
+// `reuse_before_grow`, `extent_best_fit`, `purge_on_grow` and `borrow_dirty`.
 #pragma once
 
 #include <sys/types.h>
@@ -415,6 +416,18 @@ template <> struct OptStorage<OptKind::kNotBuilt> {
   X(idle_arena_decay, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
     "Any thread's decay tick also advances decay, at most once a second, in the automatic " \
     "arenas no thread is ticking; false keeps jemalloc 5.3.0's per-arena ticking.") \
+  X(reuse_before_grow, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
+    "Before taking retained or new pages, split a dirty extent larger than " \
+    "lg_extent_max_active_fit allows; false grows as jemalloc 5.3.0 does.") \
+  X(extent_best_fit, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
+    "Reuse free extents best fit (smallest size class that fits, oldest within it); false " \
+    "takes the oldest fitting extent of any class, as jemalloc 5.3.0 does.") \
+  X(purge_on_grow, Bool, false, (opt_any()), kOptBoth, "ours: supported", \
+    "true: an arena that takes retained or new pages purges as many dirty pages, from free " \
+    "extents of 64 KiB or more, keeping max(1 MiB, active/32); false (default): as 5.3.0.") \
+  X(borrow_dirty, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
+    "A large allocation its automatic arena would grow for is served from another automatic " \
+    "arena's cached pages (and belongs to it); false keeps arenas apart as jemalloc 5.3.0 does.") \
   X(utrace, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT", \
     "utrace(2) tracing of allocation calls.") \
   X(xmalloc, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT", \

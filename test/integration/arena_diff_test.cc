@@ -44,6 +44,11 @@
 // Read by both libraries: four automatic arenas whatever the CPU count (huge arena = index 4),
 // decay off so no purging runs on a clock while threads wait.
 const char *malloc_conf = "narenas:4,dirty_decay_ms:-1,muzzy_decay_ms:-1";
+// Read by this library only (doc/compat.md#conf-2-conf-harder): with borrow_dirty (our default,
+// doc/compat.md#borrow-dirty) a fresh arena's first 64 KiB block is served from the dirty pages
+// another arena holds, so arenas.lookup names that arena; off, arenas serve their own threads
+// as in 5.3.0, which is what this test compares. options_test covers the borrowing.
+const char *malloc_conf_2_conf_harder = "borrow_dirty:false";
 
 namespace {
 

@@ -46,8 +46,9 @@
 // ENOMEM). The same stream also runs in a child on this library with our default
 // bounded_coalesce:true (invariants_with_bounded_coalesce), for the checks only.
 // Determinism: the program's malloc_conf turns decay off (both libraries read it), and
-// malloc_conf_2_conf_harder turns our coalescing bound off (read by this library only:
-// doc/compat.md#conf-2-conf-harder) so that extents merge as in 5.3.0.
+// malloc_conf_2_conf_harder turns our coalescing bound and our unbounded dirty reuse before
+// growth off (read by this library only: doc/compat.md#conf-2-conf-harder) so that extents
+// merge and are reused as in 5.3.0.
 #include <errno.h>
 
 #include <algorithm>
@@ -56,7 +57,9 @@
 
 const char *malloc_conf =
     "tcache_gc_incr_bytes:1099511627776,dirty_decay_ms:-1,muzzy_decay_ms:-1";
-const char *malloc_conf_2_conf_harder = "bounded_coalesce:false";
+const char *malloc_conf_2_conf_harder =
+    "bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,"
+    "borrow_dirty:false";
 
 namespace {
 

@@ -581,6 +581,38 @@ TEST_COMPAT(opt_bounded_coalesce, "bounded-coalesce") {
   EXPECT_EQ(jt::ctl_set("opt.bounded_coalesce", true), EPERM);
 }
 
+// Ours: whether dirty reuse may ignore lg_extent_max_active_fit before growing.
+TEST_COMPAT(opt_reuse_before_grow, "reuse-before-grow") {
+  bool b = false;
+  ASSERT_EQ(jt::ctl_get("opt.reuse_before_grow", &b), 0);
+  EXPECT_EQ(b, jt::conf_bool("reuse_before_grow", true));
+  EXPECT_EQ(jt::ctl_set("opt.reuse_before_grow", true), EPERM);
+}
+
+// Ours: whether a large allocation may use another automatic arena's cached pages.
+TEST_COMPAT(opt_borrow_dirty, "borrow-dirty") {
+  bool b = false;
+  ASSERT_EQ(jt::ctl_get("opt.borrow_dirty", &b), 0);
+  EXPECT_EQ(b, jt::conf_bool("borrow_dirty", true));
+  EXPECT_EQ(jt::ctl_set("opt.borrow_dirty", true), EPERM);
+}
+
+// Ours: whether free extents are reused best fit.
+TEST_COMPAT(opt_extent_best_fit, "extent-best-fit") {
+  bool b = false;
+  ASSERT_EQ(jt::ctl_get("opt.extent_best_fit", &b), 0);
+  EXPECT_EQ(b, jt::conf_bool("extent_best_fit", true));
+  EXPECT_EQ(jt::ctl_set("opt.extent_best_fit", true), EPERM);
+}
+
+// Ours: whether growth purges idle dirty pages.
+TEST_COMPAT(opt_purge_on_grow, "purge-on-grow") {
+  bool b = false;
+  ASSERT_EQ(jt::ctl_get("opt.purge_on_grow", &b), 0);
+  EXPECT_EQ(b, jt::conf_bool("purge_on_grow", false));
+  EXPECT_EQ(jt::ctl_set("opt.purge_on_grow", true), EPERM);
+}
+
 TEST(error_einval_wrong_oldlen) {
   // Too wide: 4 bytes copied, *oldlenp says 4.
   uint64_t wide = 0xdeadbeefdeadbeefull;
@@ -699,6 +731,15 @@ void sink_cb(void *opaque, const char *s) {
   for (size_t i = 0; i < n && k->head_len < sizeof(k->head) - 1; i++) k->head[k->head_len++] = s[i];
   if (std::strstr(s, "Begin jemalloc statistics") != nullptr) k->saw_begin = true;
   if (std::strstr(s, "End jemalloc statistics") != nullptr) k->saw_end = true;
+  // A marker may straddle two chunks (where the output buffer happens to fill up): look for it
+  // in the previous chunk's tail followed by this chunk's head too.
+  char seam[128];
+  size_t tl = std::strlen(k->tail), hl = n < sizeof(seam) - 1 - tl ? n : sizeof(seam) - 1 - tl;
+  std::memcpy(seam, k->tail, tl);
+  std::memcpy(seam + tl, s, hl);
+  seam[tl + hl] = '\0';
+  if (std::strstr(seam, "Begin jemalloc statistics") != nullptr) k->saw_begin = true;
+  if (std::strstr(seam, "End jemalloc statistics") != nullptr) k->saw_end = true;
   size_t keep = n < sizeof(k->tail) - 1 ? n : sizeof(k->tail) - 1;
   std::memcpy(k->tail, s + n - keep, keep);
   k->tail[keep] = '\0';

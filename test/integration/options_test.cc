@@ -438,6 +438,28 @@ void mode_thp(const char *) {
   dallocx(b, MALLOCX_TCACHE_NONE);
 }
 
+// borrow_dirty (ours): a thread bound to arena 1 frees a 1 MiB block there; the thread then
+// binds to arena 2, which holds nothing, and asks for the same size twice: automatically (the
+// block may come from arena 1's dirty pages) and with MALLOCX_ARENA(2) (never borrowed).
+void mode_borrow(const char *) {
+  mode_noop(nullptr);
+  constexpr size_t kBig = 1 << 20;
+  unsigned one = 1, two = 2;
+  jt::ctl_set("thread.arena", one);
+  void *p = mallocx(kBig, MALLOCX_TCACHE_NONE);
+  touch(p, kBig);
+  dallocx(p, MALLOCX_TCACHE_NONE);
+  jt::ctl_set("thread.arena", two);
+  void *q = mallocx(kBig, MALLOCX_TCACHE_NONE);
+  void *r = mallocx(kBig, MALLOCX_TCACHE_NONE | MALLOCX_ARENA(2));
+  emit("thread_arena", thread_arena());
+  emit("auto_arena", lookup_arena(q));
+  emit("explicit_arena", lookup_arena(r));
+  emit("same_pages", q < (char *)p + kBig + 4096 && (char *)q + kBig > (char *)p);
+  dallocx(q, MALLOCX_TCACHE_NONE);
+  dallocx(r, MALLOCX_TCACHE_NONE);
+}
+
 constexpr Mode kModes[] = {
     {"noop", mode_noop},
     {"arenas", mode_arenas},
@@ -448,6 +470,7 @@ constexpr Mode kModes[] = {
     {"fit", mode_fit},
     {"coalesce", mode_coalesce},
     {"idle_sweep", mode_idle_sweep},
+    {"borrow", mode_borrow},
     {"oversize", mode_oversize},
     {"retain", mode_retain},
     {"percpu", mode_percpu},
@@ -663,29 +686,59 @@ TEST(muzzy_decay_ms_keeps_lazily_purged_pages) {
 
 TEST(lg_extent_max_active_fit_bounds_reuse) {
   Child c;
+  // Our fallback (doc/compat.md#reuse-before-grow) would split the extent anyway rather than
+  // grow; off, the ratio decides alone, as in 5.3.0 (which does not know the key).
+  const bool ref = jt::is_reference();
   // (1 MiB + a page) >> 6 is below a 64 KiB request: the freed extent is split for it.
   if (!child(&c, "fit", "dirty_decay_ms:-1", "64")) return;
   EXPECT_CHILD(c, "reused", kEq, 1);
   EXPECT_CHILD(c, "pdirty_after", kLt, value(c, "pdirty_before"));
   // With 0, a dirty extent serves only requests of (about) its own size.
-  if (!child(&c, "fit", "dirty_decay_ms:-1,lg_extent_max_active_fit:0", "64")) return;
+  if (!child(&c, "fit",
+             ref ? "dirty_decay_ms:-1,lg_extent_max_active_fit:0"
+                 : "dirty_decay_ms:-1,lg_extent_max_active_fit:0,reuse_before_grow:false",
+             "64")) {
+    return;
+  }
   EXPECT_CHILD(c, "reused", kEq, 0);
   EXPECT_CHILD(c, "pdirty_after", kEq, value(c, "pdirty_before"));
   // With 2: requests down to about a quarter of the extent (the size-class steps of the
   // free-extent lists make 256 KiB too small already, 320 KiB large enough).
-  if (!child(&c, "fit", "dirty_decay_ms:-1,lg_extent_max_active_fit:2", "256")) return;
+  if (!child(&c, "fit",
+             ref ? "dirty_decay_ms:-1,lg_extent_max_active_fit:2"
+                 : "dirty_decay_ms:-1,lg_extent_max_active_fit:2,reuse_before_grow:false",
+             "256")) {
+    return;
+  }
   EXPECT_CHILD(c, "reused", kEq, 0);
   if (!child(&c, "fit", "dirty_decay_ms:-1,lg_extent_max_active_fit:2", "320")) return;
   EXPECT_CHILD(c, "reused", kEq, 1);
 }
 
+TEST_COMPAT(reuse_before_grow_splits_beyond_the_ratio, "reuse-before-grow") {
+  Child c;
+  // By default the request too small for the ratio still takes the resident dirty extent
+  // instead of new pages.
+  if (!child(&c, "fit", "dirty_decay_ms:-1,lg_extent_max_active_fit:0", "64")) return;
+  EXPECT_CHILD(c, "reused", kEq, 1);
+  EXPECT_CHILD(c, "pdirty_after", kLt, value(c, "pdirty_before"));
+  // With 5.3.0's unbounded merging the burst merges beyond the ratio, and the second round is
+  // served from it without page faults.
+  if (!child(&c, "coalesce", "dirty_decay_ms:-1,bounded_coalesce:false")) return;
+  EXPECT_CHILD(c, "dirty_merges", kGt, 0);
+  EXPECT_CHILD(c, "faults", kLt, value(c, "pages_per_round") / 8);
+}
+
 TEST_COMPAT(bounded_coalesce_false_merges_without_bound, "bounded-coalesce") {
   Child c;
-  if (!child(&c, "coalesce", "dirty_decay_ms:-1")) return;
+  // The bound alone: our other fallback (reuse_before_grow) off in both runs.
+  if (!child(&c, "coalesce", "dirty_decay_ms:-1,reuse_before_grow:false")) return;
   long long pages = value(c, "pages_per_round");
   EXPECT_CHILD(c, "dirty_merges_refused", kGt, 0);
   EXPECT_CHILD(c, "faults", kLt, pages / 8);
-  if (!child(&c, "coalesce", "dirty_decay_ms:-1,bounded_coalesce:false")) return;
+  if (!child(&c, "coalesce", "dirty_decay_ms:-1,bounded_coalesce:false,reuse_before_grow:false")) {
+    return;
+  }
   EXPECT_CHILD(c, "dirty_merges_refused", kEq, 0);
   EXPECT_CHILD(c, "dirty_merges", kGt, 0);
   // 5.3.0's behaviour: the merged extent is too large for the requests; fresh pages fault.
@@ -694,12 +747,29 @@ TEST_COMPAT(bounded_coalesce_false_merges_without_bound, "bounded-coalesce") {
 
 TEST_COMPAT(idle_arena_decay_reaches_idle_arenas, "idle-arena-decay") {
   Child c;
-  if (!child(&c, "idle_sweep", "narenas:2,dirty_decay_ms:500")) return;
+  // borrow_dirty off: otherwise the busy thread's requests would be served from (and tick) the
+  // quiet arena itself.
+  if (!child(&c, "idle_sweep", "narenas:2,dirty_decay_ms:500,borrow_dirty:false")) return;
   long long before = value(c, "pdirty_before");
   EXPECT_GT(before, 9000);  // ~39 MiB freed
   EXPECT_CHILD(c, "pdirty_after", kLt, before / 10);
-  if (!child(&c, "idle_sweep", "narenas:2,dirty_decay_ms:500,idle_arena_decay:false")) return;
+  if (!child(&c, "idle_sweep", "narenas:2,dirty_decay_ms:500,borrow_dirty:false,idle_arena_decay:false")) return;
   EXPECT_CHILD(c, "pdirty_after", kEq, value(c, "pdirty_before"));
+}
+
+// A large allocation the thread's arena would grow for takes another arena's dirty pages
+// instead; explicit MALLOCX_ARENA requests never do, nor any request with borrow_dirty:false.
+TEST_COMPAT(borrow_dirty_serves_large_from_another_arena, "borrow-dirty") {
+  Child c;
+  if (!child(&c, "borrow", "dirty_decay_ms:-1,narenas:4")) return;
+  EXPECT_CHILD(c, "thread_arena", kEq, 2);
+  EXPECT_CHILD(c, "auto_arena", kEq, 1);
+  EXPECT_CHILD(c, "same_pages", kEq, 1);
+  EXPECT_CHILD(c, "explicit_arena", kEq, 2);
+  if (!child(&c, "borrow", "dirty_decay_ms:-1,narenas:4,borrow_dirty:false")) return;
+  EXPECT_CHILD(c, "auto_arena", kEq, 2);
+  EXPECT_CHILD(c, "same_pages", kEq, 0);
+  EXPECT_CHILD(c, "explicit_arena", kEq, 2);
 }
 
 TEST(retain_false_unmaps_purged_memory) {

@@ -69,7 +69,10 @@ const char *malloc_conf =
 // curslabs, nonfull_slabs, nreslabs) of a class legitimately drift from 5.3.0's once large
 // blocks and slabs share an arena's pages (seen in manual_none: bins.35.nslabs 16 vs 18).
 // Off, the library places extents as 5.3.0 does, and every counter printed here must agree.
-const char *malloc_conf_2_conf_harder = "bounded_coalesce:false";
+// The same holds for our unbounded dirty reuse before growth (doc/compat.md#reuse-before-grow).
+const char *malloc_conf_2_conf_harder =
+    "bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,"
+    "borrow_dirty:false";
 
 namespace {
 

@@ -53,7 +53,9 @@
 #include "differential.h"
 
 const char *malloc_conf = "dirty_decay_ms:-1,muzzy_decay_ms:-1";
-const char *malloc_conf_2_conf_harder = "bounded_coalesce:false";
+const char *malloc_conf_2_conf_harder =
+    "bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,"
+    "borrow_dirty:false";
 
 namespace {
 

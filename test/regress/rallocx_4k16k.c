@@ -112,9 +112,14 @@ static int run_child(const char* self, int bounded, int tcache_none, struct resu
     close(fds[0]);
     close(fds[1]);
     /* Decay is switched off in both runs: its purges are paced by wall-clock epochs, which
-     * would make the figures depend on the machine's speed; this test isolates coalescing. */
+     * would make the figures depend on the machine's speed; this test isolates coalescing, so
+     * our other placement options (reuse_before_grow, which also cures the unbounded runs, and
+     * extent_best_fit) are off. */
     setenv("MALLOC_CONF",
-           bounded ? "bounded_coalesce:true,dirty_decay_ms:-1" : "bounded_coalesce:false,dirty_decay_ms:-1",
+           bounded ? "bounded_coalesce:true,reuse_before_grow:false,extent_best_fit:false,"
+                     "dirty_decay_ms:-1"
+                   : "bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,"
+                     "dirty_decay_ms:-1",
            1);
     execl(self, self, "--child", tcache_none ? "1" : "0", (char*)NULL);
     _exit(127);

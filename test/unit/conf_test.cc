@@ -154,6 +154,10 @@ constexpr Valid kValid[] = {
     {"san_guard_large", "4", "san_guard_large", "4"},
     {"bounded_coalesce", "false", "bounded_coalesce", "false"},
     {"idle_arena_decay", "false", "idle_arena_decay", "false"},
+    {"reuse_before_grow", "false", "reuse_before_grow", "false"},
+    {"purge_on_grow", "true", "purge_on_grow", "true"},
+    {"extent_best_fit", "false", "extent_best_fit", "false"},
+    {"borrow_dirty", "false", "borrow_dirty", "false"},
 };
 
 TEST_F(ConfTest, EveryParseableKeyAcceptsAValidValue) {

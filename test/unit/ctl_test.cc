@@ -588,6 +588,10 @@ TEST_F(Ctl, ConfigAndOpt) {
   EXPECT_EQ(read<unsigned>("opt.narenas"), arenas_narenas_auto());
   EXPECT_STREQ(read<const char*>("opt.dss"), "secondary");
   EXPECT_TRUE(read<bool>("opt.bounded_coalesce"));
+  EXPECT_TRUE(read<bool>("opt.reuse_before_grow"));
+  EXPECT_FALSE(read<bool>("opt.purge_on_grow"));
+  EXPECT_TRUE(read<bool>("opt.extent_best_fit"));
+  EXPECT_TRUE(read<bool>("opt.borrow_dirty"));
   bool b;
   EXPECT_EQ(get("opt.prof", &b), ENOENT);
   EXPECT_EQ(get("opt.utrace", &b), ENOENT);

@@ -437,6 +437,10 @@ constexpr GoldenRow kGolden[] = {
 const char* const kOurNames[] = {
     "opt.bounded_coalesce",
     "opt.idle_arena_decay",
+    "opt.reuse_before_grow",
+    "opt.purge_on_grow",
+    "opt.extent_best_fit",
+    "opt.borrow_dirty",
     "stats.arenas.<i>.dirty_merges",
     "stats.arenas.<i>.dirty_merges_refused",
     "stats.arenas.<i>.evict_merges",

@@ -1,5 +1,5 @@
-// eset_test: fit order (first fit by age across bins) and the reuse bound, on descriptors only
-// (no memory is touched: the eset only reads addresses and sizes).
+// eset_test: fit order (first fit by age across bins; ours: best fit) and the reuse bound, on
+// descriptors only (no memory is touched: the eset only reads addresses and sizes).
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -52,6 +52,22 @@ TEST_F(EsetTest, PrefersOldestAcrossBins) {
   // exact_only restricts to the request's bin
   EXPECT_EQ(eset.fit(20 * kKiB, 4096, true, 6), young_exact);
   EXPECT_EQ(eset.npages(), (20 + 100 + 40) * kKiB / 4096);
+}
+
+TEST_F(EsetTest, BestFitPrefersSmallestClassThenAge) {
+  // Ours (opt.extent_best_fit): the same set, the 20 KiB class wins over the older 100 KiB
+  // extent; within a class the older one; the reuse bound still applies.
+  eset.set_best_fit(true);
+  Edata* young_exact = add(0x10000000, 20 * kKiB, 9);
+  Edata* old_big = add(0x20000000, 100 * kKiB, 3);
+  Edata* old_mid = add(0x30000000, 40 * kKiB, 5);
+  EXPECT_EQ(eset.fit(20 * kKiB, 4096, false, 6), young_exact);
+  EXPECT_EQ(eset.fit(24 * kKiB, 4096, false, 6), old_mid);
+  Edata* older_mid = add(0x40000000, 40 * kKiB, 4);
+  EXPECT_EQ(eset.fit(24 * kKiB, 4096, false, 6), older_mid);
+  EXPECT_EQ(eset.fit(48 * kKiB, 4096, false, 6), old_big);
+  EXPECT_EQ(eset.fit(1 * kKiB * 4, 4096, false, 1), nullptr);  // 20 KiB > 4 KiB << 1
+  EXPECT_EQ(eset.fit(1 * kKiB * 4, 4096, false, Eset::kUnboundedFit), young_exact);
 }
 
 TEST_F(EsetTest, TiesBrokenByAddress) {

@@ -174,6 +174,7 @@ TEST(Extent, UnboundedModeReproducesStockBehaviour) {
   PacOptions o = defaults();
   o.lg_max_fit = 1;
   o.bounded_coalesce = false;
+  o.reuse_before_grow = false;
   Pac* pac = make_pac(o);
   Edata* e[6];
   for (auto& x : e) x = alloc(pac, 20 * kKiB);
@@ -184,6 +185,35 @@ TEST(Extent, UnboundedModeReproducesStockBehaviour) {
   pac->stats.alloc_count[static_cast<int>(PacSource::kDirty)].store(0);
   alloc(pac, 20 * kKiB);
   EXPECT_EQ(pac->stats.alloc_count[static_cast<int>(PacSource::kDirty)].load(), 0u);
+}
+
+TEST(Extent, ReuseBeforeGrowSplitsAnOversizedDirtyExtent) {
+  // Ours (opt.reuse_before_grow): the same 120 KiB dirty extent, too big for a 20 KiB request
+  // under lg fit 1, is split for it anyway rather than taking retained pages; a request that
+  // fits within the ratio still takes the normal path, and one larger than any dirty extent
+  // still grows.
+  PacOptions o = defaults();
+  o.lg_max_fit = 1;
+  o.bounded_coalesce = false;
+  ASSERT_TRUE(o.reuse_before_grow);  // the default
+  Pac* pac = make_pac(o);
+  Edata* e[6];
+  for (auto& x : e) x = alloc(pac, 20 * kKiB);
+  alloc(pac, 4 * kKiB);
+  uintptr_t lo = e[0]->base_addr();
+  for (auto* x : e) pac->dalloc(x);
+  ASSERT_EQ(ecache_sizes(pac->ecache_dirty), std::vector<size_t>{120 * kKiB});
+  auto from = [&](PacSource s) { return pac->stats.alloc_pages[static_cast<int>(s)].load(); };
+  size_t grown = from(PacSource::kRetained) + from(PacSource::kFresh);
+  Edata* a = alloc(pac, 20 * kKiB);
+  EXPECT_EQ(a->base_addr(), lo);  // the oldest, lowest piece of the dirty extent
+  EXPECT_EQ(from(PacSource::kRetained) + from(PacSource::kFresh), grown);
+  EXPECT_EQ(sorted(ecache_sizes(pac->ecache_dirty)), std::vector<size_t>{100 * kKiB});
+  Edata* b = alloc(pac, 200 * kKiB);  // nothing dirty is big enough: grows
+  EXPECT_EQ(from(PacSource::kRetained) + from(PacSource::kFresh), grown + 200 * kKiB / kPg);
+  EXPECT_EQ(sorted(ecache_sizes(pac->ecache_dirty)), std::vector<size_t>{100 * kKiB});
+  pac->dalloc(a);
+  pac->dalloc(b);
 }
 
 TEST(Extent, RefusedNeighbourIsReleasedWithFitZero) {

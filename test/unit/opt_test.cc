@@ -172,13 +172,14 @@ TEST_F(OptTest, TableNamesAreUniqueAndIdsFollowOrder) {
 }
 
 // opt.* holds exactly 5.3.0's readable names minus prof* (a --disable-prof build answers ENOENT
-// for them) and minus the three ENOENT ones, plus our bounded_coalesce and idle_arena_decay.
+// for them) and minus the three ENOENT ones, plus the options of ours (doc/options.md).
 TEST_F(OptTest, MallctlViewMatchesGoldenNames) {
   size_t n;
   const OptDesc* view = je::opt_table(&n);
   std::set<std::string> ours;
   for (size_t i = 0; i < n; i++) ours.insert(view[i].name);
-  std::set<std::string> expected = {"bounded_coalesce", "idle_arena_decay"};
+  std::set<std::string> expected = {"bounded_coalesce", "idle_arena_decay", "reuse_before_grow",
+                                      "borrow_dirty", "extent_best_fit", "purge_on_grow"};
   for (const Golden& g : kGolden) {
     if (strcmp(g.width, "-") == 0 || is_prof_name(g.name)) continue;
     expected.insert(g.name);
@@ -242,6 +243,10 @@ TEST_F(OptTest, StringOptionsPointAtTheirChoiceLiteralsOrBuffers) {
   EXPECT_EQ(je::g_opt.slab_sizes[0], 0);
   EXPECT_EQ(je::g_opt.narenas_ratio, 4u << 16);
   EXPECT_TRUE(je::g_opt.bounded_coalesce);
+  EXPECT_TRUE(je::g_opt.reuse_before_grow);
+  EXPECT_FALSE(je::g_opt.purge_on_grow);
+  EXPECT_TRUE(je::g_opt.extent_best_fit);
+  EXPECT_TRUE(je::g_opt.borrow_dirty);
 }
 
 TEST_F(OptTest, ResetRestoresDefaultsAndBufferPointers) {

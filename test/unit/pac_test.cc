@@ -1,6 +1,7 @@
 // pac_test: purging really returns memory (dirty -> retained, dirty -> muzzy -> retained), the
 // decay curve on a fake clock, the oversize shortcut, and the 4 KiB -> 16 KiB realloc pattern
-// at the page-allocator level, bounded vs unbounded coalescing in one run.
+// at the page-allocator level, bounded vs unbounded coalescing in one run, and with our
+// reuse_before_grow.
 #include <cstdio>
 #include <cstring>
 
@@ -14,6 +15,39 @@ PacOptions opts(int64_t dirty_ms, int64_t muzzy_ms) {
   o.dirty_decay_ms = dirty_ms;
   o.muzzy_decay_ms = muzzy_ms;
   return o;
+}
+
+// Ours (opt.purge_on_grow): ten 128 KiB dirty extents (fenced apart) and a 2 MiB request that
+// none fits: the growth purges as many pages as it takes beyond the 1 MiB reserve, from whole
+// extents of at least 64 KiB; small dirty pieces are never taken; off, nothing is purged.
+void growth_purge_case(bool on, size_t* purged, size_t* ndirty) {
+  PacOptions o = opts(10000, 0);
+  o.purge_on_grow = on;
+  Pac* pac = make_pac(o);
+  Edata* big[10];
+  Edata* small[10];
+  for (int i = 0; i < 10; i++) {
+    big[i] = pac->alloc(128 * kKiB, kPg, false);
+    small[i] = pac->alloc(4 * kKiB, kPg, false);
+  }
+  for (int i = 0; i < 10; i++) pac->dalloc(big[i]);
+  for (int i = 0; i < 5; i++) pac->dalloc(small[i]);  // 4 KiB pieces, fenced by the others
+  size_t before = pac->stats.decay_dirty.purged.load();
+  Edata* g = pac->alloc(2048 * kKiB, kPg, false);
+  ASSERT_NE(g, nullptr);
+  *purged = pac->stats.decay_dirty.purged.load() - before;
+  *ndirty = pac->ndirty();
+}
+
+TEST(Pac, GrowthPurgesLargeIdleDirtyExtents) {
+  size_t purged, ndirty;
+  growth_purge_case(true, &purged, &ndirty);
+  // 10 x 32 + 5 pages dirty, reserve 256 pages: 69 to purge, in whole 32-page extents -> 96.
+  EXPECT_EQ(purged, 96u);
+  EXPECT_EQ(ndirty, 10 * 32 + 5 - 96u);
+  growth_purge_case(false, &purged, &ndirty);
+  EXPECT_EQ(purged, 0u);
+  EXPECT_EQ(ndirty, 10 * 32 + 5u);
 }
 
 // Extent sizes below are usable size + the 4 KiB cache-oblivious pad, as real large
@@ -161,9 +195,13 @@ struct PatternResult {
   }
 };
 
-PatternResult run_pattern(bool bounded, bool with_slabs, int rounds) {
+PatternResult run_pattern(bool bounded, bool with_slabs, int rounds, bool ours = false) {
   PacOptions o = opts(10000, 0);
   o.bounded_coalesce = bounded;
+  // Our other placement options off: the bound alone vs stock 5.3 (see the last test).
+  o.reuse_before_grow = ours;
+  o.best_fit = ours;
+  o.purge_on_grow = ours;
   Pac* pac = make_pac(o);
   PatternResult r;
   constexpr int kBlocks = 256;
@@ -260,13 +298,23 @@ TEST(Pac, BurstsAreReusedAtEverySize) {
   // band whose merged extents used to land in a bin their own size never searches, and sizes
   // whose bound passes the 8 MiB oversize threshold. Default decay (10 s: the free path may
   // purge oversize extents inline) and decay off.
+  // The bound alone must give the guarantee (reuse_before_grow off; best fit on and off), and
+  // the defaults must keep it.
+  struct Placement {
+    bool reuse_before_grow, best_fit;
+  };
+  for (Placement pl : {Placement{false, false}, Placement{false, true}, Placement{true, true}})
   for (int64_t ms : {int64_t{10000}, int64_t{-1}}) {
     for (size_t usize = 16 * kKiB; usize <= 6 * 1024 * kKiB; usize = sz::s2u(usize + 1)) {
       size_t size = usize + sz::kLargePad;
       size_t n = std::max<size_t>(32, (64 * 1024 * kKiB) / size);  // >= 64 MiB per burst
-      Pac* pac = make_pac(opts(ms, 0));
+      PacOptions o = opts(ms, 0);
+      o.reuse_before_grow = pl.reuse_before_grow;
+      o.best_fit = pl.best_fit;
+      Pac* pac = make_pac(o);
       BurstResult r = burst_twice(pac, size, n);
-      EXPECT_EQ(r.faulting_pages, 0u) << "extent " << size << " decay " << ms;
+      EXPECT_EQ(r.faulting_pages, 0u) << "extent " << size << " decay " << ms << " reuse_before_grow "
+                                      << pl.reuse_before_grow << " best_fit " << pl.best_fit;
       EXPECT_EQ(r.purged, 0u) << "extent " << size << " decay " << ms;
       pac->destroy_retained();
       pac->decay_all(ExtentState::kDirty, true);
@@ -276,10 +324,12 @@ TEST(Pac, BurstsAreReusedAtEverySize) {
 }
 
 TEST(Pac, UnboundedBurstsAreNotReused) {
-  // The same burst under 5.3.0's unbounded merging (decay off): at 116 KiB the merged extents
+  // The same burst under 5.3.0's unbounded merging and placement (decay off): at 116 KiB the merged extents
   // are out of the requests' reach.
   PacOptions o = opts(-1, 0);
   o.bounded_coalesce = false;
+  o.reuse_before_grow = false;  // 5.3.0's placement: nothing splits the out-of-reach extents
+  o.best_fit = false;
   Pac* pac = make_pac(o);
   BurstResult r = burst_twice(pac, 116 * kKiB, 600);
   EXPECT_GT(r.faulting_pages, 600u * 29 / 4);  // a quarter of the 29-page extents or more
@@ -307,6 +357,22 @@ TEST(Pac, EvictionHandsOutWhatItMerged) {
   EXPECT_TRUE(ecache_sizes(pac->ecache_dirty).empty());
   extent::dalloc_wrapper(*pac, v);
   extent::dalloc_wrapper(*pac, w);
+}
+
+TEST(Pac, RallocPatternUnboundedWithReuseBeforeGrow) {
+  // Ours (opt.reuse_before_grow, with extent_best_fit and purge_on_grow on): with
+  // 5.3.0's unbounded merging the freed blocks still merge into extents beyond the reuse
+  // ratio, but the next round splits them instead of faulting in new pages; after the second
+  // round (the slabs' layout settles) nothing comes from retained or fresh memory.
+  constexpr int kRounds = 20;
+  PatternResult u = run_pattern(false, true, kRounds, /*ours=*/true);
+  PatternResult b = run_pattern(true, true, kRounds, /*ours=*/true);
+  print_pattern("4 KiB slabs + 20 KiB extents, reuse_before_grow + best fit", b, u);
+  EXPECT_LE(u.faulting_pages[1], 64u);
+  EXPECT_EQ(u.later_faulting(2), 0u);
+  EXPECT_EQ(u.mapped.back(), u.mapped[1]);
+  EXPECT_EQ(b.later_faulting(3), 0u);
+  EXPECT_EQ(b.mapped.back(), b.mapped[3]);
 }
 
 }  // namespace
