@@ -5,7 +5,8 @@ Every program in bench/ is linked against libc only, so the same binary runs
 under any allocator through LD_PRELOAD.  This driver runs the selected
 workloads under each allocator -- ours (the libjemalloc.so.2 of a build
 tree), ours with 5.3.0's extent placement (MALLOC_CONF=bounded_coalesce:false,
-reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,borrow_dirty:false),
+reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,borrow_dirty:false,
+decay_hold_peak:false,idle_arena_decay:false),
 Debian's jemalloc
 5.3.0, tcmalloc, mimalloc and glibc -- interleaved (round-robin over the
 allocators inside every repetition, rotating the order between repetitions,
@@ -60,7 +61,8 @@ DEFAULT_ALLOCATORS = ["ours", "ours-unbounded", "jemalloc", "tcmalloc", "mimallo
 # lg_extent_max_active_fit before growing, oldest-first fit, no purging on growth, no pages
 # shared between arenas.
 UNBOUNDED_CONF = ("bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,"
-                  "purge_on_grow:false,borrow_dirty:false")
+                  "purge_on_grow:false,borrow_dirty:false,decay_hold_peak:false,"
+                  "idle_arena_decay:false")
 
 # Library search: the multiarch directory of this machine first.
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",

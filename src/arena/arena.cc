@@ -64,6 +64,7 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
   o.reuse_before_grow = g_opt.reuse_before_grow;
   o.best_fit = g_opt.extent_best_fit;
   o.purge_on_grow = g_opt.purge_on_grow;
+  o.decay_hold_peak = g_opt.decay_hold_peak;
   // Arena 0 is made before 5.3.0 applies opt.oversize_threshold, so it keeps the built-in
   // 8 MiB whatever the option says (arena.0.oversize_threshold reads 8388608 there too).
   o.oversize_threshold = ind == 0 ? kArena0OversizeThreshold : arenas_oversize_threshold();

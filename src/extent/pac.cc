@@ -1,6 +1,8 @@
 // pac.cc: the page allocator of one arena (see pac.h).
 #include "extent/pac.h"
 
+#include <algorithm>
+
 #include "extent/emap.h"
 #include "extent/extent.h"
 
@@ -19,6 +21,8 @@ bool Pac::init(const PacOptions& o) {
   lg_max_fit_ = o.lg_max_fit;
   reuse_before_grow_ = o.reuse_before_grow;
   purge_on_grow_ = o.purge_on_grow;
+  decay_hold_peak_ = o.decay_hold_peak;
+  peak_epoch_ns_ = o.now_ns;
   bounded_coalesce_.store(o.bounded_coalesce, std::memory_order_relaxed);
   oversize_threshold_.store(o.oversize_threshold, std::memory_order_relaxed);
   ecache_dirty.init(ExtentState::kDirty, o.ind, /*delay=*/true);
@@ -66,7 +70,7 @@ Edata* Pac::alloc(size_t size, size_t alignment, bool zero, bool may_grow) {
   PacSource src;
   Edata* e = take_cached(size, alignment, zero, &src);
   if (e == nullptr) return may_grow ? grow(size, alignment, zero) : nullptr;
-  nactive_.fetch_add(size >> kLgPage, std::memory_order_relaxed);
+  note_active_grown(size >> kLgPage);
   count_alloc(src, size);
   return e;
 }
@@ -76,7 +80,7 @@ Edata* Pac::grow(size_t size, size_t alignment, bool zero) {
   Edata* e = extent::ecache_alloc_grow(*this, nullptr, size, alignment, zero, &fresh);
   if (e == nullptr) return nullptr;
   stats.mapped.fetch_add(size, std::memory_order_relaxed);
-  nactive_.fetch_add(size >> kLgPage, std::memory_order_relaxed);
+  note_active_grown(size >> kLgPage);
   count_alloc(fresh ? PacSource::kFresh : PacSource::kRetained, size);
   if (purge_on_grow_) purge_for_growth(size >> kLgPage);
   return e;
@@ -119,6 +123,44 @@ void Pac::purge_for_growth(size_t npages) {
   p.mtx.unlock();
 }
 
+// Ours (opt.decay_hold_peak). A server that runs the same work again and again (a query, a
+// request batch) frees most of its memory at the end of each round and takes it back at the
+// start of the next. Decay cannot tell such a dip from memory that will never be used again:
+// it purges pages by age alone, so each round faults in again what the last one freed. The
+// hold remembers the highest active page count of the last one to two half windows of
+// dirty_decay_ms and keeps that many dirty pages beyond active -- never more than the process
+// had resident at that peak -- so a return to the peak is served from the dirty cache. When
+// the work does not come back, the peak ages out after at most one window and decay purges
+// as 5.3.0 does (only later). Explicit purges and decay_ms 0 or -1 are not affected.
+void Pac::note_active_grown(size_t npages) {
+  size_t now = nactive_.fetch_add(npages, std::memory_order_relaxed) + npages;
+  if (!decay_hold_peak_) return;
+  size_t peak = peak_cur_.load(std::memory_order_relaxed);
+  while (now > peak &&
+         !peak_cur_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+size_t Pac::hold_pages_locked(uint64_t now_ns, int64_t ms) {
+  if (!decay_hold_peak_) return 0;
+  const uint64_t half = static_cast<uint64_t>(ms) * 500'000;  // ms * 1e6 / 2
+  const size_t active = nactive();
+  if (now_ns >= peak_epoch_ns_ + half) {
+    // A whole window without a rotation: the older peak is too old to count.
+    const bool stale = now_ns >= peak_epoch_ns_ + 2 * half;
+    const size_t cur = peak_cur_.exchange(active, std::memory_order_relaxed);
+    peak_prev_ = stale ? active : cur;
+    peak_epoch_ns_ = now_ns;
+  }
+  const size_t peak = std::max(peak_prev_, peak_cur_.load(std::memory_order_relaxed));
+  return peak > active ? peak - active : 0;
+}
+
+uint64_t Pac::hold_ns_until_rotation_locked(uint64_t now_ns, int64_t ms) const {
+  const uint64_t due = peak_epoch_ns_ + static_cast<uint64_t>(ms) * 500'000;
+  return due > now_ns ? due - now_ns : 0;
+}
+
 bool Pac::expand(Edata* e, size_t old_size, size_t new_size, bool zero) {
   if (ehooks.merge_will_fail()) return false;
   size_t amount = new_size - old_size;
@@ -141,7 +183,7 @@ bool Pac::expand(Edata* e, size_t old_size, size_t new_size, bool zero) {
     return false;
   }
   stats.mapped.fetch_add(mapped_add, std::memory_order_relaxed);
-  nactive_.fetch_add(amount >> kLgPage, std::memory_order_relaxed);
+  note_active_grown(amount >> kLgPage);
   count_alloc(src, amount);
   return true;
 }
@@ -173,6 +215,7 @@ bool Pac::decay_ms_set(ExtentState which, int64_t ms, uint64_t now_ns) {
   // Restart the backlog: decay time changes are rare (configuration), and mapping the old
   // backlog onto a new window is not worth its complexity.
   p.decay.init(now_ns, ms);
+  if (which == ExtentState::kDirty) peak_epoch_ns_ = now_ns;  // the hold restarts with it
   bool advanced;
   maybe_decay_purge_locked(which, now_ns, Eagerness::kOnEpochAdvance, &advanced);
   return true;
@@ -198,13 +241,28 @@ uint64_t Pac::decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t 
   DecayPipeline& p = pipeline(which);
   if (p.decay.ms() <= 0) return UINT64_MAX;
   if (!p.mtx.try_lock()) return 0;
-  uint64_t ns = p.decay.ns_until_purge(ecache_of(which).npages(), npages_threshold);
+  const size_t current = ecache_of(which).npages();
+  uint64_t ns = p.decay.ns_until_purge(current, npages_threshold);
   uint64_t epoch = p.decay.epoch_ns();
+  // With the hold (dirty only), pages below it are not purgeable until the peak ages out: if
+  // the pages above both the limit and the hold are too few, wake no earlier than the next
+  // rotation, or the caller would wake every epoch to find nothing to do.
+  uint64_t not_before = 0;
+  if (which == ExtentState::kDirty && decay_hold_peak_) {
+    const size_t peak = std::max(peak_prev_, peak_cur_.load(std::memory_order_relaxed));
+    const size_t hold = peak > nactive() ? peak - nactive() : 0;
+    const size_t floor = std::max(p.decay.npages_limit(), hold);
+    const size_t want = npages_threshold < 1 ? 1 : npages_threshold;
+    if (hold != 0 && (current <= floor || current - floor < want)) {
+      not_before = hold_ns_until_rotation_locked(now_ns, p.decay.ms());
+    }
+  }
   p.mtx.unlock();
   if (ns == UINT64_MAX) return ns;
   // ns_until_purge counts from the current epoch start.
   uint64_t due = epoch > UINT64_MAX - ns ? UINT64_MAX - 1 : epoch + ns;
-  return due > now_ns ? due - now_ns : 0;
+  uint64_t wait = due > now_ns ? due - now_ns : 0;
+  return std::max(wait, not_before);
 }
 
 void Pac::maybe_decay_purge_locked(ExtentState which, uint64_t now_ns, Eagerness eagerness,
@@ -219,9 +277,10 @@ void Pac::maybe_decay_purge_locked(ExtentState which, uint64_t now_ns, Eagerness
   }
   size_t current = ec.npages();
   *epoch_advanced = p.decay.maybe_advance_epoch(now_ns, current);
+  const size_t hold = which == ExtentState::kDirty ? hold_pages_locked(now_ns, ms) : 0;
   if (eagerness == Eagerness::kAlways ||
       (*epoch_advanced && eagerness == Eagerness::kOnEpochAdvance)) {
-    size_t limit = p.decay.npages_limit();
+    size_t limit = std::max(p.decay.npages_limit(), hold);
     if (current > limit) decay_to_limit(which, false, limit, current - limit);
   }
 }

@@ -67,6 +67,7 @@ struct PacOptions {
   bool reuse_before_grow = true;    // opt.reuse_before_grow (ours): unbounded dirty fit last
   bool best_fit = true;             // opt.extent_best_fit (ours): smallest class first
   bool purge_on_grow = false;       // opt.purge_on_grow (ours): growth purges idle dirty pages
+  bool decay_hold_peak = true;      // opt.decay_hold_peak (ours): dirty decay spares the dip
   size_t oversize_threshold = size_t{8} << 20;  // opt.oversize_threshold
   int64_t dirty_decay_ms = 10000;   // opt.dirty_decay_ms
   int64_t muzzy_decay_ms = 0;       // opt.muzzy_decay_ms
@@ -186,6 +187,14 @@ class Pac {
   /// only extents of at least kGrowPurgeMinPages and keeping max(kGrowPurgeMinKeepPages,
   /// nactive / kGrowPurgeActiveDiv) dirty.
   void purge_for_growth(size_t npages);
+  /// opt.decay_hold_peak: active pages grew by `npages`; raise the current peak.
+  void note_active_grown(size_t npages);
+  /// opt.decay_hold_peak, dirty decay mutex held, decay_ms > 0: the dirty pages decay must not
+  /// purge now -- how far active pages are below their peak over the last half to whole
+  /// window of decay_ms. Rotates the two half-window peaks when a half window has passed.
+  size_t hold_pages_locked(uint64_t now_ns, int64_t ms);
+  /// Nanoseconds from now_ns until the hold's next rotation (0 when due); mutex held.
+  uint64_t hold_ns_until_rotation_locked(uint64_t now_ns, int64_t ms) const;
   static constexpr size_t kGrowPurgeMinPages = 16;  // 64 KiB: one madvise per >= 16 pages
   static constexpr size_t kGrowPurgeMinKeepPages = (size_t{1} << 20) >> config::kLgPage;
   static constexpr size_t kGrowPurgeActiveDiv = 32;
@@ -199,6 +208,12 @@ class Pac {
   unsigned lg_max_fit_ = 6;
   bool reuse_before_grow_ = true;
   bool purge_on_grow_ = false;
+  // opt.decay_hold_peak. peak_cur_ is raised by allocating threads (no lock); peak_prev_ and
+  // peak_epoch_ns_ change only under the dirty decay mutex, which rotates them.
+  bool decay_hold_peak_ = true;
+  std::atomic<size_t> peak_cur_{0};
+  size_t peak_prev_ = 0;
+  uint64_t peak_epoch_ns_ = 0;
   bool retain_ = true;
   unsigned ind_ = 0;
 

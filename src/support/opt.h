@@ -27,7 +27,8 @@
 // background_thread.c, extent.c, ...; the `opt.*` mallctl nodes of ctl.c. Deliberate
 // differences (documented in doc/options.md): built like `--disable-prof` (every prof* key is an
 // "Invalid conf pair" and `opt.prof*` is absent), and our own keys `bounded_coalesce`,
-// `reuse_before_grow`, `extent_best_fit`, `purge_on_grow` and `borrow_dirty`.
+// `idle_arena_decay`, `reuse_before_grow`, `extent_best_fit`, `purge_on_grow`, `borrow_dirty`
+// and `decay_hold_peak`.
 #pragma once
 
 #include <sys/types.h>
@@ -428,6 +429,9 @@ template <> struct OptStorage<OptKind::kNotBuilt> {
   X(borrow_dirty, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
     "A large allocation its automatic arena would grow for is served from another automatic " \
     "arena's cached pages (and belongs to it); false keeps arenas apart as jemalloc 5.3.0 does.") \
+  X(decay_hold_peak, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
+    "Dirty decay keeps as many pages as active memory fell below its peak of the last " \
+    "dirty_decay_ms, for a return to that peak; false purges by age alone, as jemalloc 5.3.0.") \
   X(utrace, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT", \
     "utrace(2) tracing of allocation calls.") \
   X(xmalloc, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT", \

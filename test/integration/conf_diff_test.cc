@@ -79,7 +79,8 @@ constexpr struct { const char *key; Kind kind; } kExtraKeys[] = {
     {"narenas_ratio", kFxp}, {"hpa_hugification_threshold_ratio", kFxp},
     {"bin_shards", kRanges}, {"slab_sizes", kRanges}, {"lg_tcache_max", kNum},
     {"san_guard_small", kNum}, {"san_guard_large", kNum}, {"log", kText},
-    {"bounded_coalesce", kBool}, {"idle_arena_decay", kBool}, {"prof_log", kBool},
+    {"bounded_coalesce", kBool}, {"idle_arena_decay", kBool}, {"decay_hold_peak", kBool},
+    {"prof_log", kBool},
     {"prof_unbias", kBool}};
 
 // Bounds of the numeric options (doc/options.md), for values just inside and outside them.
@@ -547,6 +548,7 @@ int child_main() {
   if (!read) return std::printf("FAIL: cannot read the golden list in %s\n", JT_DATA_DIR), 3;
   print_ctl("opt.bounded_coalesce", kTBool);
   print_ctl("opt.idle_arena_decay", kTBool);
+  print_ctl("opt.decay_hold_peak", kTBool);
   for (const char *n : {"arenas.narenas", "arenas.nbins", "arenas.nhbins"}) print_ctl(n, kTU32);
   print_ctl("arenas.tcache_max", kTU64);
   for (const char *n : {"arenas.dirty_decay_ms", "arenas.muzzy_decay_ms"}) print_ctl(n, kTI64);
@@ -579,6 +581,8 @@ constexpr Excl kDocumented[] = {
     {"opt.bounded_coalesce", nullptr, nullptr, "bounded-coalesce"},
     {"conf.idle_arena_decay", nullptr, nullptr, "idle-arena-decay"},
     {"opt.idle_arena_decay", nullptr, nullptr, "idle-arena-decay"},
+    {"conf.decay_hold_peak", nullptr, nullptr, "decay-hold-peak"},
+    {"opt.decay_hold_peak", nullptr, nullptr, "decay-hold-peak"},
 };
 
 // KNOWN BUGS of this library: differences from 5.3.0 that doc/compat.md does not document. Each

@@ -266,6 +266,51 @@ void mode_idle_sweep(const char *) {
   emit("pdirty_after", (long long)after);
 }
 
+// decay_hold_peak: 16 MiB of blocks freed at once in a 4 s decay window, then the arena
+// ticked with one 64 KiB block at a time. pdirty is read at 40% of the window (decay alone has
+// purged about a third by then; the hold keeps the dip below the peak whole for at least half a
+// window) and again at 160% (the peak has aged out: decay purged them either way). "late"
+// says whether the first read came after half a window (a stalled machine): then the
+// first comparison proves nothing.
+void mode_hold(const char *) {
+  mode_noop(nullptr);
+  constexpr int kBlocks = 64;
+  constexpr size_t kSize = 256 << 10;
+  constexpr double kWindowS = 4.0;
+  unsigned arena = thread_arena();
+  void *blocks[kBlocks];
+  for (auto &b : blocks) {
+    b = mallocx(kSize, MALLOCX_TCACHE_NONE);
+    touch(b, kSize);
+  }
+  timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (auto b : blocks) dallocx(b, MALLOCX_TCACHE_NONE);
+  auto elapsed = [&] {
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9;
+  };
+  auto tick_until = [&](double s) {
+    while (elapsed() < s) {
+      for (int i = 0; i < 2000; i++) {  // arena-level calls: each one is a decay tick
+        void *p = mallocx(64 << 10, MALLOCX_TCACHE_NONE);
+        jt::escape(p);
+        dallocx(p, MALLOCX_TCACHE_NONE);
+      }
+      usleep(2000);
+    }
+  };
+  jt::refresh_stats();
+  emit("pdirty_freed", (long long)arena_stat(arena, "pdirty"));
+  tick_until(0.4 * kWindowS);
+  jt::refresh_stats();
+  emit("pdirty_mid", (long long)arena_stat(arena, "pdirty"));
+  emit("late", elapsed() > 0.5 * kWindowS ? 1 : 0);
+  tick_until(1.6 * kWindowS);
+  jt::refresh_stats();
+  emit("pdirty_end", (long long)arena_stat(arena, "pdirty"));
+}
+
 // oversize_threshold: which arena large allocations land in.
 void mode_oversize(const char *) {
   mode_noop(nullptr);
@@ -471,6 +516,7 @@ constexpr Mode kModes[] = {
     {"coalesce", mode_coalesce},
     {"idle_sweep", mode_idle_sweep},
     {"borrow", mode_borrow},
+    {"hold", mode_hold},
     {"oversize", mode_oversize},
     {"retain", mode_retain},
     {"percpu", mode_percpu},
@@ -770,6 +816,23 @@ TEST_COMPAT(borrow_dirty_serves_large_from_another_arena, "borrow-dirty") {
   EXPECT_CHILD(c, "auto_arena", kEq, 2);
   EXPECT_CHILD(c, "same_pages", kEq, 0);
   EXPECT_CHILD(c, "explicit_arena", kEq, 2);
+}
+
+// The dip below the recent peak stays dirty for at least half a decay window, then decay
+// purges it; with the option off decay purges by age alone (about a third by 40% of the window).
+TEST_COMPAT(decay_hold_peak_spares_the_dip, "decay-hold-peak") {
+  Child c;
+  const char *conf = "narenas:1,dirty_decay_ms:4000,muzzy_decay_ms:0";
+  if (!child(&c, "hold", conf)) return;
+  long long freed = value(c, "pdirty_freed");
+  EXPECT_GE(freed, 64 * 64);  // 64 blocks of 64 pages (+ the pad page each)
+  if (value(c, "late") == 0) EXPECT_CHILD(c, "pdirty_mid", kGe, freed * 95 / 100);
+  EXPECT_CHILD(c, "pdirty_end", kLt, freed / 10);
+  std::string off = std::string(conf) + ",decay_hold_peak:false";
+  if (!child(&c, "hold", off.c_str())) return;
+  freed = value(c, "pdirty_freed");
+  EXPECT_CHILD(c, "pdirty_mid", kLt, freed * 85 / 100);
+  EXPECT_CHILD(c, "pdirty_end", kLt, freed / 10);
 }
 
 TEST(retain_false_unmaps_purged_memory) {

@@ -72,7 +72,7 @@ const char *malloc_conf =
 // The same holds for our unbounded dirty reuse before growth (doc/compat.md#reuse-before-grow).
 const char *malloc_conf_2_conf_harder =
     "bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,"
-    "borrow_dirty:false";
+    "borrow_dirty:false,decay_hold_peak:false,idle_arena_decay:false";
 
 namespace {
 

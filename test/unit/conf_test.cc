@@ -158,6 +158,7 @@ constexpr Valid kValid[] = {
     {"purge_on_grow", "true", "purge_on_grow", "true"},
     {"extent_best_fit", "false", "extent_best_fit", "false"},
     {"borrow_dirty", "false", "borrow_dirty", "false"},
+    {"decay_hold_peak", "false", "decay_hold_peak", "false"},
 };
 
 TEST_F(ConfTest, EveryParseableKeyAcceptsAValidValue) {

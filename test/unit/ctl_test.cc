@@ -592,6 +592,7 @@ TEST_F(Ctl, ConfigAndOpt) {
   EXPECT_FALSE(read<bool>("opt.purge_on_grow"));
   EXPECT_TRUE(read<bool>("opt.extent_best_fit"));
   EXPECT_TRUE(read<bool>("opt.borrow_dirty"));
+  EXPECT_TRUE(read<bool>("opt.decay_hold_peak"));
   bool b;
   EXPECT_EQ(get("opt.prof", &b), ENOENT);
   EXPECT_EQ(get("opt.utrace", &b), ENOENT);

@@ -441,6 +441,7 @@ const char* const kOurNames[] = {
     "opt.purge_on_grow",
     "opt.extent_best_fit",
     "opt.borrow_dirty",
+    "opt.decay_hold_peak",
     "stats.arenas.<i>.dirty_merges",
     "stats.arenas.<i>.dirty_merges_refused",
     "stats.arenas.<i>.evict_merges",

@@ -151,7 +151,9 @@ TEST(Pac, DecayZeroPurgesImmediately) {
 }
 
 TEST(Pac, DecayFollowsSmootherstepOnFakeClock) {
-  Pac* pac = make_pac(opts(-1, -1));
+  PacOptions o = opts(-1, -1);
+  o.decay_hold_peak = false;  // 5.3.0's curve alone (the hold: HoldKeepsTheDipBelowThePeak)
+  Pac* pac = make_pac(o);
   // 256 non-adjacent 8 KiB extents (every other one freed), so eviction cannot merge them and
   // the purge curve has page granularity.
   constexpr int kN = 256;
@@ -178,6 +180,41 @@ TEST(Pac, DecayFollowsSmootherstepOnFakeClock) {
   // Pages freed half a window ago are kept with weight 1 - s(0.5) = 0.5.
   EXPECT_NEAR(static_cast<double>(at_half), total * 0.5, total * 0.03);
   EXPECT_EQ(pac->stats.decay_dirty.purged.load(), total);
+}
+
+// Ours (opt.decay_hold_peak): half of 512 one-extent pages are freed while the other half stay
+// active. Decay alone purges them along the smootherstep curve (half of them by mid-window);
+// with the hold they stay until the peak (512 active pages) ages out -- one rotation at half
+// a window keeps it as the previous peak, the next one drops it -- and then go at once.
+std::vector<size_t> dip_ndirty(bool hold) {
+  PacOptions o = opts(-1, -1);
+  o.decay_hold_peak = hold;
+  Pac* pac = make_pac(o);
+  constexpr int kN = 256;
+  Edata* e[2 * kN];
+  const uint64_t t0 = uint64_t{1} << 40;
+  EXPECT_TRUE(pac->decay_ms_set(ExtentState::kDirty, 1000, t0));
+  for (auto& x : e) x = pac->alloc(8 * kKiB, kPg, false);
+  for (int i = 0; i < 2 * kN; i += 2) pac->dalloc(e[i]);
+  EXPECT_EQ(pac->ndirty(), 2u * kN);
+  const uint64_t interval = 1000 * 1000000ull / 200;
+  std::vector<size_t> ndirty{pac->ndirty()};
+  for (int k = 1; k <= 205; k++) {
+    bool advanced;
+    EXPECT_TRUE(pac->try_decay(ExtentState::kDirty, t0 + k * interval + interval / 2,
+                               Pac::Eagerness::kOnEpochAdvance, &advanced));
+    ndirty.push_back(pac->ndirty());
+  }
+  return ndirty;
+}
+
+TEST(Pac, HoldKeepsTheDipBelowThePeak) {
+  const std::vector<size_t> off = dip_ndirty(false), on = dip_ndirty(true);
+  const size_t total = on[0];
+  EXPECT_NEAR(static_cast<double>(off[100]), total * 0.5, total * 0.03);
+  for (int k = 1; k < 200; k++) EXPECT_EQ(on[k], total) << "epoch " << k;
+  EXPECT_EQ(on.back(), 0u);
+  EXPECT_EQ(off.back(), 0u);
 }
 
 // The ClickHouse pattern at page level. Per round: optionally 256 one-page slabs (the 4 KiB

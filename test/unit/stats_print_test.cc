@@ -287,6 +287,7 @@ constexpr const char* kTextSections[] = {
     "  opt.extent_best_fit: ",
     "  opt.purge_on_grow: ",
     "  opt.borrow_dirty: ",
+    "  opt.decay_hold_peak: ",
     "\nArenas: ",
     "\nQuantum size: 16\nPage size: 4096\n",
     "\nNumber of bin size classes: 36\n",
@@ -446,6 +447,7 @@ TEST_F(StatsPrint, JsonParsesWith53KeyPaths) {
       // Ours, after 5.3.0's keys.
       "jemalloc.opt.bounded_coalesce", "jemalloc.opt.idle_arena_decay", "jemalloc.opt.reuse_before_grow",
       "jemalloc.opt.purge_on_grow", "jemalloc.opt.extent_best_fit", "jemalloc.opt.borrow_dirty",
+      "jemalloc.opt.decay_hold_peak",
       ours + "dirty_merges", ours + "dirty_merges_refused",
       ours + "evict_merges", ours + "dirty_allocs", ours + "muzzy_allocs",
       ours + "retained_allocs", ours + "fresh_allocs", ours + "dirty_alloc_pages",
