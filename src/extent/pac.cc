@@ -143,11 +143,13 @@ void Pac::note_active_grown(size_t npages) {
 
 size_t Pac::hold_pages_locked(uint64_t now_ns, int64_t ms) {
   if (!decay_hold_peak_) return 0;
-  const uint64_t half = static_cast<uint64_t>(ms) * 500'000;  // ms * 1e6 / 2
+  // ms * 1e6 / 2; even 2 * half fits in 64 bits for the largest decay time (Decay::kMaxMs).
+  const uint64_t half = static_cast<uint64_t>(ms) * 500'000;
   const size_t active = nactive();
-  if (now_ns >= peak_epoch_ns_ + half) {
+  const uint64_t elapsed = now_ns > peak_epoch_ns_ ? now_ns - peak_epoch_ns_ : 0;
+  if (elapsed >= half) {
     // A whole window without a rotation: the older peak is too old to count.
-    const bool stale = now_ns >= peak_epoch_ns_ + 2 * half;
+    const bool stale = elapsed >= 2 * half;
     const size_t cur = peak_cur_.exchange(active, std::memory_order_relaxed);
     peak_prev_ = stale ? active : cur;
     peak_epoch_ns_ = now_ns;
@@ -157,8 +159,9 @@ size_t Pac::hold_pages_locked(uint64_t now_ns, int64_t ms) {
 }
 
 uint64_t Pac::hold_ns_until_rotation_locked(uint64_t now_ns, int64_t ms) const {
-  const uint64_t due = peak_epoch_ns_ + static_cast<uint64_t>(ms) * 500'000;
-  return due > now_ns ? due - now_ns : 0;
+  const uint64_t half = static_cast<uint64_t>(ms) * 500'000;
+  const uint64_t elapsed = now_ns > peak_epoch_ns_ ? now_ns - peak_epoch_ns_ : 0;
+  return elapsed < half ? half - elapsed : 0;
 }
 
 bool Pac::expand(Edata* e, size_t old_size, size_t new_size, bool zero) {

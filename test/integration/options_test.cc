@@ -799,7 +799,10 @@ TEST_COMPAT(idle_arena_decay_reaches_idle_arenas, "idle-arena-decay") {
   long long before = value(c, "pdirty_before");
   EXPECT_GT(before, 9000);  // ~39 MiB freed
   EXPECT_CHILD(c, "pdirty_after", kLt, before / 10);
-  if (!child(&c, "idle_sweep", "narenas:2,dirty_decay_ms:500,borrow_dirty:false,idle_arena_decay:false")) return;
+  if (!child(&c, "idle_sweep",
+             "narenas:2,dirty_decay_ms:500,borrow_dirty:false,idle_arena_decay:false")) {
+    return;
+  }
   EXPECT_CHILD(c, "pdirty_after", kEq, value(c, "pdirty_before"));
 }
 
