@@ -3,7 +3,8 @@
 # packagers rely on (jemalloc 5.3.0 as built by Debian):
 #   - SONAME libjemalloc.so.2;
 #   - NEEDED only libc, libm, libstdc++, libgcc_s (no ld-linux: nothing
-#     from the dynamic loader's private interface);
+#     from the dynamic loader's private interface); ours (the build tree's
+#     library) needs no libstdc++ at all, so C programs do not load it;
 #   - no symbol version definitions (5.3.0 exports unversioned names; a
 #     version script would change how every client binds);
 #   - no text relocations;
@@ -36,6 +37,9 @@ for n in $needed; do
     ld-linux*) bad "NEEDED $n: the dynamic loader must not be a dependency" ;;
     *) bad "NEEDED $n: not one of libc.so.6 libm.so.6 libstdc++.so.6 libgcc_s.so.1" ;;
   esac
+  if [ "$n" = libstdc++.so.6 ] && [ "$LIB" = "$top_builddir/.libs/libjemalloc.so.2" ]; then
+    bad "NEEDED libstdc++.so.6: our library reaches the C++ runtime only through weak references"
+  fi
 done
 
 if grep -q '(VERDEF)' "$abi_tmp/dyn" ||

@@ -38,6 +38,12 @@ void handler_once() {
   std::set_new_handler(nullptr);
 }
 
+// A new-handler that gives up by throwing, as the standard lets it.
+void handler_throws() {
+  g_handler_calls++;
+  throw std::bad_alloc();
+}
+
 // A new-handler that makes the retry succeed: it lifts the address-space
 // limit that made the first attempt fail.
 struct rlimit g_saved_limit;
@@ -190,6 +196,14 @@ TEST(nothrow_returns_null) {
   p = ::operator new(kHuge, std::nothrow);
   EXPECT_NULL(p);
   EXPECT_EQ(g_handler_calls, 1);
+  // A handler that throws bad_alloc ends the loop: the nothrow forms return null.
+  g_handler_calls = 0;
+  std::set_new_handler(handler_throws);
+  p = ::operator new(kHuge, std::nothrow);
+  EXPECT_NULL(p);
+  p = ::operator new[](kTooBig, std::align_val_t(64), std::nothrow);
+  EXPECT_NULL(p);
+  EXPECT_EQ(g_handler_calls, 2);
   std::set_new_handler(nullptr);
   // Success paths.
   p = ::operator new(64, std::nothrow);
