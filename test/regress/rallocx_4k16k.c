@@ -112,13 +112,16 @@ static int run_child(const char* self, int bounded, int tcache_none, struct resu
     close(fds[0]);
     close(fds[1]);
     /* Decay is switched off in both runs: its purges are paced by wall-clock epochs, which
-     * would make the figures depend on the machine's speed; this test isolates coalescing, so
-     * our other placement options (reuse_before_grow, which also cures the unbounded runs, and
-     * extent_best_fit) are off. */
+     * would make the figures depend on the machine's speed. This test isolates coalescing:
+     * reuse_before_grow, which also cures the unbounded runs, is off; the fit order is our
+     * default best fit in both runs (it does not cure them: ~1,300 faults per iteration).
+     * With 5.3.0's oldest-first order instead, the bounded run creeps by about one page per
+     * iteration in some heap layouts (slabs carved from the oldest free extents fragment
+     * them), e.g. when libstdc++ is not loaded before the test's first allocation. */
     setenv("MALLOC_CONF",
-           bounded ? "bounded_coalesce:true,reuse_before_grow:false,extent_best_fit:false,"
+           bounded ? "bounded_coalesce:true,reuse_before_grow:false,extent_best_fit:true,"
                      "dirty_decay_ms:-1"
-                   : "bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,"
+                   : "bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:true,"
                      "dirty_decay_ms:-1",
            1);
     execl(self, self, "--child", tcache_none ? "1" : "0", (char*)NULL);
