@@ -618,7 +618,8 @@ for ((s = 1; s <= STARTS; s++)); do
             printf '  idle %d s: RSS %d MiB (was %d MiB; every 5 s:%s)\n' "$IDLE" \
                 $((idle_rss / 1024)) $((final_rss / 1024)) "$trace" >&2
         fi
-        echo "$s,$((k + 1)),$n,$pid,$startup_rss,$startup_flt,$life_peak,$final_rss,$total_flt,$mapped,$IDLE,$idle_rss" >>"$SERVERS"
+        # The mapped file, relative to the work directory: results stay free of local paths.
+        echo "$s,$((k + 1)),$n,$pid,$startup_rss,$startup_flt,$life_peak,$final_rss,$total_flt,${mapped#"$WORKDIR"/},$IDLE,$idle_rss" >>"$SERVERS"
         stop_server
         if ((KEEP_LOGS)); then
             cp "$SERVER_DIR/log/server.log" "$OUT/logs/$n-start$s.log" 2>/dev/null || true

@@ -1,7 +1,7 @@
 // size_class_test: the size classes a program can observe -- through
 // malloc_usable_size, nallocx, sallocx and the arenas.* geometry -- equal
 // jemalloc 5.3.0's (behaviour spec §3, golden tables copied from
-// /work/shared/docs/golden into test/integration/data).
+// ../shared/docs/golden into test/integration/data).
 #include "harness.h"
 
 #ifndef JT_DATA_DIR
