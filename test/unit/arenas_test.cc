@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "arena/arena.h"
+#include "arena_fixture.h"
 #include "arena/arenas.h"
 #include "arena/background_thread.h"
 #include "extent/emap.h"
@@ -49,13 +50,7 @@ class ArenasTeardown : public ::testing::Test {
 
   /// Allocates and frees n large extents of `a`, leaving their pages dirty.
   static void make_dirty(Arena* a, int n) {
-    std::vector<void*> v;
-    for (int i = 0; i < n; i++) {
-      void* p = a->malloc_large(kLarge, 64, false);
-      ASSERT_NE(p, nullptr);
-      v.push_back(p);
-    }
-    for (void* p : v) a->dalloc_large(g_emap.lookup(p));
+    je::make_dirty(a, n, kLarge);
     ASSERT_GT(a->pac.ndirty(), 0u);
   }
 };
