@@ -145,15 +145,20 @@ size_t Pac::hold_pages_locked(uint64_t now_ns, int64_t ms) {
   if (!decay_hold_peak_) return 0;
   // ms * 1e6 / 2; even 2 * half fits in 64 bits for the largest decay time (Decay::kMaxMs).
   const uint64_t half = static_cast<uint64_t>(ms) * 500'000;
-  const size_t active = nactive();
   const uint64_t elapsed = now_ns > peak_epoch_ns_ ? now_ns - peak_epoch_ns_ : 0;
   if (elapsed >= half) {
     // A whole window without a rotation: the older peak is too old to count.
+    const size_t active = nactive();
     const bool stale = elapsed >= 2 * half;
     const size_t cur = peak_cur_.exchange(active, std::memory_order_relaxed);
     peak_prev_ = stale ? active : cur;
     peak_epoch_ns_ = now_ns;
   }
+  return held_pages_locked();
+}
+
+size_t Pac::held_pages_locked() const {
+  const size_t active = nactive();
   const size_t peak = std::max(peak_prev_, peak_cur_.load(std::memory_order_relaxed));
   return peak > active ? peak - active : 0;
 }
@@ -252,8 +257,7 @@ uint64_t Pac::decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t 
   // rotation, or the caller would wake every epoch to find nothing to do.
   uint64_t not_before = 0;
   if (which == ExtentState::kDirty && decay_hold_peak_) {
-    const size_t peak = std::max(peak_prev_, peak_cur_.load(std::memory_order_relaxed));
-    const size_t hold = peak > nactive() ? peak - nactive() : 0;
+    const size_t hold = held_pages_locked();
     const size_t floor = std::max(p.decay.npages_limit(), hold);
     const size_t want = npages_threshold < 1 ? 1 : npages_threshold;
     if (hold != 0 && (current <= floor || current - floor < want)) {

@@ -193,6 +193,8 @@ class Pac {
   /// purge now -- how far active pages are below their peak over the last half to whole
   /// window of decay_ms. Rotates the two half-window peaks when a half window has passed.
   size_t hold_pages_locked(uint64_t now_ns, int64_t ms);
+  /// The same without rotating: peak - active as the peaks stand (0 when active is higher).
+  size_t held_pages_locked() const;
   /// Nanoseconds from now_ns until the hold's next rotation (0 when due); mutex held.
   uint64_t hold_ns_until_rotation_locked(uint64_t now_ns, int64_t ms) const;
   static constexpr size_t kGrowPurgeMinPages = 16;  // 64 KiB: one madvise per >= 16 pages
