@@ -60,7 +60,7 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
   o.hooks = hooks;
   o.retain = g_opt.retain;
   o.lg_max_fit = static_cast<unsigned>(g_opt.lg_extent_max_active_fit);
-  o.bounded_coalesce = g_opt.bounded_coalesce;
+  o.bounded_coalesce = arenas_bounded_coalesce_default();
   o.reuse_before_grow = g_opt.reuse_before_grow;
   o.best_fit = g_opt.extent_best_fit;
   o.purge_on_grow = g_opt.purge_on_grow;

@@ -99,6 +99,13 @@ class Arena {
   /// One allocation event for decay pacing: every ~1000 events (geometric), decay(false,false).
   void decay_tick();
 
+  // ---- policy -----------------------------------------------------------------------------
+  /// Ours (arena.<i>.bounded_coalesce): whether frees into the dirty cache merge only up to
+  /// the coalescing bound. Switchable at any time; a switch applies to the frees after it
+  /// (extents merged before stay as they are).
+  bool bounded_coalesce() const { return pac.bounded_coalesce(); }
+  void set_bounded_coalesce(bool on) { pac.set_bounded_coalesce(on); }
+
   // ---- lifecycle (manual arenas) ----------------------------------------------------------
   /// Free every allocation of the arena (caller guarantees no concurrent use and that thread
   /// caches holding its regions were flushed); the pages stay dirty, as in 5.3.0.

@@ -25,6 +25,7 @@ constinit bool g_huge_enabled = false;
 constinit size_t g_oversize_threshold = 0;
 constinit std::atomic<int64_t> g_dirty_default{10000};
 constinit std::atomic<int64_t> g_muzzy_default{0};
+constinit std::atomic<bool> g_bounded_default{true};
 constinit bool g_destroyed[kMaxArenas] = {};
 // Destroyed manual indices, most recent last: arenas.create reuses the most recently destroyed
 // one first (5.3.0 keeps them on a list and takes its tail).
@@ -64,6 +65,7 @@ unsigned default_narenas(unsigned ncpus, uint32_t ratio) {
 bool arenas_boot() {
   g_dirty_default.store(g_opt.dirty_decay_ms, std::memory_order_relaxed);
   g_muzzy_default.store(g_opt.muzzy_decay_ms, std::memory_order_relaxed);
+  g_bounded_default.store(g_opt.bounded_coalesce, std::memory_order_relaxed);
   unsigned ncpus = sysinfo::ncpus();
   // percpu_arena needs an arena per CPU (or per core): at least that many, and when narenas is
   // not set, exactly that many.
@@ -284,6 +286,13 @@ bool arenas_set_muzzy_decay_ms_default(int64_t ms) {
   if (!Decay::ms_valid(ms)) return false;
   g_muzzy_default.store(ms, std::memory_order_relaxed);
   return true;
+}
+
+bool arenas_bounded_coalesce_default() {
+  return g_bounded_default.load(std::memory_order_relaxed);
+}
+void arenas_set_bounded_coalesce_default(bool on) {
+  g_bounded_default.store(on, std::memory_order_relaxed);
 }
 
 void arenas_prefork() { g_arenas_mtx.prefork(); }

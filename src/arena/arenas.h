@@ -4,7 +4,7 @@
 // created on first use); index narenas_auto is reserved for the oversize ("huge") arena when
 // oversize_threshold is enabled; manual arenas (arenas.create) take the indices after that.
 // Also holds the process-wide defaults later arenas are created with (arenas.dirty_decay_ms,
-// arenas.muzzy_decay_ms) and the oversize threshold, and the decay pass that follows a thread
+// arenas.muzzy_decay_ms, ours arenas.bounded_coalesce) and the oversize threshold, and the decay pass that follows a thread
 // cache's teardown (a thread leaving its arena last purges it), and the sweep that lets any
 // thread's decay tick advance decay in automatic arenas nobody else ticks.
 // Layer: arena. Callers: thread layer (binding, cache teardown), api (MALLOCX_ARENA), ctl
@@ -99,6 +99,10 @@ int64_t arenas_dirty_decay_ms_default();
 int64_t arenas_muzzy_decay_ms_default();
 bool arenas_set_dirty_decay_ms_default(int64_t ms);
 bool arenas_set_muzzy_decay_ms_default(int64_t ms);
+/// Ours: whether arenas created from now on bound eager dirty coalescing
+/// (arenas.bounded_coalesce; starts as opt.bounded_coalesce).
+bool arenas_bounded_coalesce_default();
+void arenas_set_bounded_coalesce_default(bool on);
 
 /// Ours (opt.borrow_dirty): a cached (dirty or muzzy) extent of `size` bytes from an automatic
 /// arena other than `home` -- never growth, never the huge arena or a manual one, default

@@ -264,6 +264,15 @@ int arenas_decay_ms(Req& r) {
 int node_arenas_dirty_decay_ms(Req& r) { return arenas_decay_ms<true>(r); }
 int node_arenas_muzzy_decay_ms(Req& r) { return arenas_decay_ms<false>(r); }
 
+int node_arenas_bounded_coalesce(Req& r) {
+  bool v = false;
+  if (int e = write_in(r, &v)) return e;
+  bool old = arenas_bounded_coalesce_default();
+  if (int e = read_out(r, old)) return e;
+  if (r.writing()) arenas_set_bounded_coalesce_default(v);
+  return 0;
+}
+
 int node_arenas_tcache_max(Req& r) {
   if (int e = readonly(r)) return e;
   return read_out(r, g_tcache_geo.maxclass);

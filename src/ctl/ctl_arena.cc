@@ -227,6 +227,22 @@ int node_retain_grow_limit(Req& r) {
   return read_out(r, old);
 }
 
+/// Ours: arena.<i>.bounded_coalesce, the coalescing bound of one arena, switchable at run time
+/// so that both policies can be compared inside one process. No "all arenas" form (EFAULT),
+/// like the other settings; arenas.bounded_coalesce sets it for arenas created later.
+int node_bounded_coalesce(Req& r) {
+  unsigned ind;
+  if (int e = mib_unsigned(r, 1, &ind)) return e;
+  Arena* a = arena_at(ind);
+  if (a == nullptr) return EFAULT;
+  bool v = false;
+  if (int e = write_in(r, &v)) return e;
+  bool old = a->bounded_coalesce();
+  if (int e = read_out(r, old)) return e;
+  if (r.writing()) a->set_bounded_coalesce(v);
+  return 0;
+}
+
 }  // namespace
 
 bool index_arena(const size_t*, size_t, size_t i) {
@@ -245,6 +261,8 @@ constexpr Node kArenaChildren[kNArenaChildren] = {
     leaf("muzzy_decay_ms", &node_decay_ms<ExtentState::kMuzzy>),
     leaf("extent_hooks", &node_extent_hooks),
     leaf("retain_grow_limit", &node_retain_grow_limit),
+    // Ours, after 5.3.0's names so that their MIBs stay the same.
+    leaf("bounded_coalesce", &node_bounded_coalesce),
 };
 
 }  // namespace je::ctl

@@ -41,7 +41,7 @@ inline constexpr size_t kNStatsChildren = 11;
 extern const Node kStatsChildren[kNStatsChildren];
 
 /// Children of `arena.<i>` (ctl_arena.cc), and the check of <i>.
-inline constexpr size_t kNArenaChildren = 11;
+inline constexpr size_t kNArenaChildren = 12;
 extern const Node kArenaChildren[kNArenaChildren];
 bool index_arena(const size_t* mib, size_t pos, size_t index);
 
@@ -74,6 +74,7 @@ int node_tcache_destroy(Req& r);
 int node_arenas_narenas(Req& r);
 int node_arenas_dirty_decay_ms(Req& r);
 int node_arenas_muzzy_decay_ms(Req& r);
+int node_arenas_bounded_coalesce(Req& r);  // ours
 int node_arenas_tcache_max(Req& r);
 int node_arenas_nhbins(Req& r);
 int node_arenas_lextent_size(Req& r);

@@ -167,6 +167,8 @@ constexpr Node kArenas[] = {
     indexed("lextent", &index_lextent, kArenasLextentI),
     leaf("create", &node_arenas_create),
     leaf("lookup", &node_arenas_lookup),
+    // Ours, after 5.3.0's names so that their MIBs stay the same.
+    leaf("bounded_coalesce", &node_arenas_bounded_coalesce),
 };
 
 // ---- arena.<i> ---------------------------------------------------------------------------------

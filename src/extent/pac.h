@@ -128,6 +128,8 @@ class Pac {
   size_t nmuzzy() const { return ecache_muzzy.npages(); }
   size_t nretained() const { return ecache_retained.npages(); }
 
+  /// The coalescing bound (opt.bounded_coalesce, ours arena.<i>.bounded_coalesce). Each free
+  /// and each eviction reads it once, so a switch takes effect with the next one.
   void set_bounded_coalesce(bool on) { bounded_coalesce_.store(on, std::memory_order_relaxed); }
   bool bounded_coalesce() const { return bounded_coalesce_.load(std::memory_order_relaxed); }
   unsigned lg_max_fit() const { return lg_max_fit_; }

@@ -218,6 +218,92 @@ void mode_coalesce(const char *) {
   emit("dirty_merges", (long long)arena_stat64(arena, "dirty_merges"));
 }
 
+// arena.<i>.bounded_coalesce / arenas.bounded_coalesce (ours): the coalescing bound switched at
+// run time inside one process.  Each phase is mode_coalesce's experiment on a manual arena: a
+// burst of 16 KiB frees, then the same requests again, counting the second round's faults.
+// Phases: bound on, switched off (unbounded merges: the second round faults), switched back on.
+// Then arenas.bounded_coalesce decides what a new arena starts with.
+struct SwitchRound {
+  long long faults, merges, refused;
+};
+
+SwitchRound coalesce_round(unsigned arena) {
+  constexpr int kBlocks = 256;
+  constexpr size_t kSize = 16 << 10;
+  static void *blocks[kBlocks];
+  int flags = MALLOCX_ARENA(arena) | MALLOCX_TCACHE_NONE;
+  jt::refresh_stats();
+  uint64_t merges0 = arena_stat64(arena, "dirty_merges");
+  uint64_t refused0 = arena_stat64(arena, "dirty_merges_refused");
+  for (auto &b : blocks) {
+    b = mallocx(kSize, flags);
+    touch(b, kSize);
+  }
+  for (auto b : blocks) dallocx(b, flags);
+  rusage r0, r1;
+  getrusage(RUSAGE_SELF, &r0);
+  for (auto &b : blocks) {
+    b = mallocx(kSize, flags);
+    touch(b, kSize);
+  }
+  getrusage(RUSAGE_SELF, &r1);
+  for (auto b : blocks) dallocx(b, flags);
+  jt::refresh_stats();
+  return {r1.ru_minflt - r0.ru_minflt,
+          (long long)(arena_stat64(arena, "dirty_merges") - merges0),
+          (long long)(arena_stat64(arena, "dirty_merges_refused") - refused0)};
+}
+
+/// Writes `on` to a bool mallctl; emits the old value under `key` (-1 when the call failed).
+void switch_bound(const char *name, bool on, const char *key) {
+  bool old = false;
+  size_t len = sizeof(old);
+  int rc = mallctl(name, &old, &len, &on, sizeof(on));
+  emit(key, rc == 0 ? (long long)old : -1);
+}
+
+void mode_coalesce_switch(const char *) {
+  mode_noop(nullptr);
+  unsigned a = 0;
+  size_t len = sizeof(a);
+  if (mallctl("arenas.create", &a, &len, nullptr, 0) != 0) return;
+  char name[64];
+  std::snprintf(name, sizeof(name), "arena.%u.bounded_coalesce", a);
+  emit("pages_per_round", (long long)(256 * (16 << 10) / 4096));
+  const char *phases[] = {"on", "off", "back"};
+  for (int p = 0; p < 3; p++) {
+    if (p > 0) {
+      char key[32];
+      std::snprintf(key, sizeof(key), "old_before_%s", phases[p]);
+      switch_bound(name, p == 2, key);
+    }
+    SwitchRound r = coalesce_round(a);
+    char key[32];
+    std::snprintf(key, sizeof(key), "faults_%s", phases[p]);
+    emit(key, r.faults);
+    std::snprintf(key, sizeof(key), "merges_%s", phases[p]);
+    emit(key, r.merges);
+    std::snprintf(key, sizeof(key), "refused_%s", phases[p]);
+    emit(key, r.refused);
+  }
+  // No "all arenas" form, as for the other per-arena settings.
+  bool v = true;
+  emit("all_rc", mallctl("arena.4096.bounded_coalesce", nullptr, nullptr, &v, sizeof(v)));
+  emit("badlen_rc", mallctl(name, nullptr, nullptr, &v, sizeof(int)));
+  // The default for new arenas.
+  switch_bound("arenas.bounded_coalesce", false, "default_old");
+  unsigned b = 0;
+  len = sizeof(b);
+  if (mallctl("arenas.create", &b, &len, nullptr, 0) != 0) return;
+  std::snprintf(name, sizeof(name), "arena.%u.bounded_coalesce", b);
+  bool now = true;
+  len = sizeof(now);
+  emit("new_arena_bound", mallctl(name, &now, &len, nullptr, 0) == 0 ? now : -1);
+  emit("new_arena_refused", coalesce_round(b).refused);
+  len = sizeof(now);
+  emit("old_arena_bound", mallctl("arena.0.bounded_coalesce", &now, &len, nullptr, 0) == 0 ? now : -1);
+}
+
 // idle_arena_decay: a thread frees 40 MiB into its arena and goes idle; another thread, on
 // another arena, allocates for up to 3 s.  With the sweep, decay runs in the idle arena too
 // (at most once a second, from the busy thread's ticks); without it, nothing ticks there.
@@ -514,6 +600,7 @@ constexpr Mode kModes[] = {
     {"decay", mode_decay},
     {"fit", mode_fit},
     {"coalesce", mode_coalesce},
+    {"coalesce_switch", mode_coalesce_switch},
     {"idle_sweep", mode_idle_sweep},
     {"borrow", mode_borrow},
     {"hold", mode_hold},
@@ -789,6 +876,31 @@ TEST_COMPAT(bounded_coalesce_false_merges_without_bound, "bounded-coalesce") {
   EXPECT_CHILD(c, "dirty_merges", kGt, 0);
   // 5.3.0's behaviour: the merged extent is too large for the requests; fresh pages fault.
   EXPECT_CHILD(c, "faults", kGe, pages / 2);
+}
+
+TEST_COMPAT(bounded_coalesce_switches_at_run_time, "bounded-coalesce") {
+  Child c;
+  // The bound alone (reuse_before_grow off), and nothing purged between the rounds.
+  if (!child(&c, "coalesce_switch", "dirty_decay_ms:-1,reuse_before_grow:false")) return;
+  long long pages = value(c, "pages_per_round");
+  EXPECT_CHILD(c, "refused_on", kGt, 0);
+  EXPECT_CHILD(c, "faults_on", kLt, pages / 8);
+  // Switched off: the frees merge without bound and the second round faults in fresh pages.
+  EXPECT_CHILD(c, "old_before_off", kEq, 1);
+  EXPECT_CHILD(c, "refused_off", kEq, 0);
+  EXPECT_CHILD(c, "merges_off", kGt, 0);
+  EXPECT_CHILD(c, "faults_off", kGe, pages / 2);
+  // Switched back on: bounded again, and reused again.
+  EXPECT_CHILD(c, "old_before_back", kEq, 0);
+  EXPECT_CHILD(c, "refused_back", kGt, 0);
+  EXPECT_CHILD(c, "faults_back", kLt, pages / 8);
+  EXPECT_CHILD(c, "all_rc", kEq, EFAULT);
+  EXPECT_CHILD(c, "badlen_rc", kEq, EINVAL);
+  // arenas.bounded_coalesce: new arenas only.
+  EXPECT_CHILD(c, "default_old", kEq, 1);
+  EXPECT_CHILD(c, "new_arena_bound", kEq, 0);
+  EXPECT_CHILD(c, "new_arena_refused", kEq, 0);
+  EXPECT_CHILD(c, "old_arena_bound", kEq, 1);
 }
 
 TEST_COMPAT(idle_arena_decay_reaches_idle_arenas, "idle-arena-decay") {

@@ -442,6 +442,8 @@ const char* const kOurNames[] = {
     "opt.extent_best_fit",
     "opt.borrow_dirty",
     "opt.decay_hold_peak",
+    "arena.<i>.bounded_coalesce",
+    "arenas.bounded_coalesce",
     "stats.arenas.<i>.dirty_merges",
     "stats.arenas.<i>.dirty_merges_refused",
     "stats.arenas.<i>.evict_merges",
@@ -526,6 +528,12 @@ TEST_F(CtlTree, MibsEqualTheRealLibrary) {
   len = 8;
   ASSERT_EQ(ctl_nametomib("stats.arenas.0.dirty_merges", mib, &len), 0);
   EXPECT_EQ(mib_string(mib, len), "11.9.0.32");
+  len = 8;
+  ASSERT_EQ(ctl_nametomib("arena.0.bounded_coalesce", mib, &len), 0);
+  EXPECT_EQ(mib_string(mib, len), "8.0.11");
+  len = 8;
+  ASSERT_EQ(ctl_nametomib("arenas.bounded_coalesce", mib, &len), 0);
+  EXPECT_EQ(mib_string(mib, len), "9.13");
 }
 
 TEST_F(CtlTree, AbsentOnPurposeAnswersEnoent) {
