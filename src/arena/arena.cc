@@ -71,7 +71,7 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
   o.dirty_decay_ms = arenas_dirty_decay_ms_default();
   o.muzzy_decay_ms = arenas_muzzy_decay_ms_default();
   o.now_ns = a->create_ns_;
-  if (!a->pac.init(o)) {
+  if (!a->pac_.init(o)) {
     base->destroy();
     return nullptr;
   }
@@ -81,11 +81,11 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
 // ---- small -------------------------------------------------------------------------------
 
 Edata* Arena::slab_alloc(szind_t binind, unsigned shard) {
-  Edata* slab = pac.alloc(g_bin_geo[binind].slab_size, kPage, /*zero=*/false);
+  Edata* slab = pac_.alloc(g_bin_geo[binind].slab_size, kPage, /*zero=*/false);
   if (slab == nullptr) return nullptr;
   g_emap.remap(slab, binind, /*slab=*/true);
   if (!g_emap.register_interior(slab)) {
-    pac.dalloc(slab);
+    pac_.dalloc(slab);
     return nullptr;
   }
   slab::init(slab, binind);
@@ -175,7 +175,7 @@ void Arena::dalloc_small(Edata* slab, szind_t binind, void* ptr) {
     bin.stats.curregs--;
   }
   if (empty) {
-    pac.dalloc(slab);
+    pac_.dalloc(slab);
     dirty_added();
   }
   decay_tick();
@@ -206,7 +206,7 @@ void Arena::dalloc_small_batch(szind_t binind, void* const* ptrs, Edata* const* 
   while (empty_head != nullptr) {
     Edata* next = empty_head->ql_link.next;
     empty_head->ql_link = {};
-    pac.dalloc(empty_head);
+    pac_.dalloc(empty_head);
     empty_head = next;
   }
   if (dirtied) dirty_added();
@@ -238,7 +238,7 @@ void Arena::randomize_offset(Edata* e, size_t alignment) {
 
 bool Arena::may_share_pages() const {
   // percpu_arena asks for CPU-local arenas: their pages stay theirs.
-  return !manual_ && ind_ < arenas_narenas_auto() && pac.ehooks.is_default() &&
+  return !manual_ && ind_ < arenas_narenas_auto() && pac_.default_hooks() &&
          g_opt.percpu_arena_mode == PercpuArenaMode::kDisabled;
 }
 
@@ -253,11 +253,11 @@ void* Arena::malloc_large(size_t usize, size_t alignment, bool zero, bool may_bo
     // arena filling up while its consumers' arenas hold what they freed), a fitting cached
     // extent of another automatic arena. The block stays that arena's: it is freed back
     // there, merges with its neighbours there, and counts in its stats.
-    e = pac.alloc(size, alignment, zero, /*may_grow=*/false);
+    e = pac_.alloc(size, alignment, zero, /*may_grow=*/false);
     if (e == nullptr) e = arenas_borrow_large(this, size, alignment, zero, &owner);
-    if (e == nullptr) e = pac.grow(size, alignment, zero);
+    if (e == nullptr) e = pac_.grow(size, alignment, zero);
   } else {
-    e = pac.alloc(size, alignment, zero);
+    e = pac_.alloc(size, alignment, zero);
   }
   if (e == nullptr) return nullptr;
   g_emap.remap(e, szind, /*slab=*/false);
@@ -265,7 +265,7 @@ void* Arena::malloc_large(size_t usize, size_t alignment, bool zero, bool may_bo
     MutexGuard g(large_mtx_);
     large_.push_back(e);
   }
-  LargeStats& ls = owner->lstats[szind - sc::kNBins];
+  LargeStats& ls = owner->lstats_[szind - sc::kNBins];
   bump(ls.nmalloc);
   bump(ls.nrequests);
   ls.curlextents.fetch_add(1, std::memory_order_relaxed);
@@ -279,16 +279,16 @@ void Arena::dalloc_large(Edata* e) {
     MutexGuard g(large_mtx_);
     large_.remove(e);
   }
-  LargeStats& ls = lstats[e->szind - sc::kNBins];
+  LargeStats& ls = lstats_[e->szind - sc::kNBins];
   bump(ls.ndalloc);
   ls.curlextents.fetch_sub(1, std::memory_order_relaxed);
-  pac.dalloc(e);
+  pac_.dalloc(e);
   dirty_added();
   decay_tick();
 }
 
 void Arena::merge_large_tcache_stats(szind_t szind, uint64_t n) {
-  LargeStats& ls = lstats[szind - sc::kNBins];
+  LargeStats& ls = lstats_[szind - sc::kNBins];
   bump(ls.nrequests, n);
   bump(ls.nflushes);
 }
@@ -296,19 +296,19 @@ void Arena::merge_large_tcache_stats(szind_t szind, uint64_t n) {
 bool Arena::ralloc_large_no_move(Edata* e, size_t usize_min, size_t usize_max, bool zero) {
   size_t oldusize = sz::index2size(e->szind);
   auto resized = [&](size_t usize) {
-    LargeStats& old_ls = lstats[e->szind - sc::kNBins];
+    LargeStats& old_ls = lstats_[e->szind - sc::kNBins];
     bump(old_ls.ndalloc);
     old_ls.curlextents.fetch_sub(1, std::memory_order_relaxed);
     szind_t szind = sz::size2index(usize);
     g_emap.remap(e, szind, false);
-    LargeStats& ls = lstats[szind - sc::kNBins];
+    LargeStats& ls = lstats_[szind - sc::kNBins];
     bump(ls.nmalloc);
     bump(ls.nrequests);
     ls.curlextents.fetch_add(1, std::memory_order_relaxed);
   };
   auto expand = [&](size_t usize) {
     size_t old_size = e->size;
-    if (!pac.expand(e, old_size, usize + sz::kLargePad, zero)) return false;
+    if (!pac_.expand(e, old_size, usize + sz::kLargePad, zero)) return false;
     if (zero && config::kCacheOblivious) {
       // The old allocation's last page is partly beyond its usable end (the random offset);
       // those bytes were never promised zero, so clear them up to the page boundary.
@@ -334,7 +334,7 @@ bool Arena::ralloc_large_no_move(Edata* e, size_t usize_min, size_t usize_max, b
     return true;
   }
   if (oldusize > usize_max) {
-    if (pac.shrink(e, e->size, usize_max + sz::kLargePad)) {
+    if (pac_.shrink(e, e->size, usize_max + sz::kLargePad)) {
       resized(usize_max);
       dirty_added();
       decay_tick();
@@ -349,8 +349,8 @@ bool Arena::ralloc_large_no_move(Edata* e, size_t usize_min, size_t usize_max, b
 void Arena::dirty_added() {
   // With dirty_decay_ms 0 freed pages are purged at once, skipping muzzy (jemalloc's deferred
   // work after a free); otherwise a background thread may need waking.
-  if (pac.decay_ms_get(ExtentState::kDirty) == 0) {
-    pac.decay_all(ExtentState::kDirty, /*fully=*/true);
+  if (pac_.decay_ms_get(ExtentState::kDirty) == 0) {
+    pac_.decay_all(ExtentState::kDirty, /*fully=*/true);
   }
   background_thread_dirty_added(this);
 }
@@ -361,14 +361,14 @@ void Arena::decay(bool is_background_thread, bool all) {
   const bool deferred = !all && !is_background_thread && background_thread_enabled();
   for (ExtentState which : {ExtentState::kDirty, ExtentState::kMuzzy}) {
     if (all) {
-      pac.decay_all(which, /*fully=*/true);
+      pac_.decay_all(which, /*fully=*/true);
       continue;
     }
     Pac::Eagerness eagerness = is_background_thread ? Pac::Eagerness::kAlways
                                : deferred           ? Pac::Eagerness::kNever
                                                     : Pac::Eagerness::kOnEpochAdvance;
     bool advanced;
-    pac.try_decay(which, nstime_now_ns(), eagerness, &advanced);
+    pac_.try_decay(which, nstime_now_ns(), eagerness, &advanced);
     if (deferred && advanced && which == ExtentState::kDirty) {
       background_thread_epoch_advanced(this);
     }
@@ -395,10 +395,10 @@ void Arena::reset() {
       e = large_.pop_front();
     }
     if (e == nullptr) break;
-    LargeStats& ls = lstats[e->szind - sc::kNBins];
+    LargeStats& ls = lstats_[e->szind - sc::kNBins];
     bump(ls.ndalloc);
     ls.curlextents.fetch_sub(1, std::memory_order_relaxed);
-    pac.dalloc(e);
+    pac_.dalloc(e);
   }
   // Slabs: everything the bins own goes back at once.
   for (Bin* b = bins_begin(); b != bins_end(); b++) {
@@ -420,7 +420,7 @@ void Arena::reset() {
     while (owned_head != nullptr) {
       Edata* next = owned_head->ql_link.next;
       owned_head->ql_link = {};
-      pac.dalloc(owned_head);
+      pac_.dalloc(owned_head);
       owned_head = next;
     }
   }
@@ -430,26 +430,81 @@ void Arena::reset() {
 void Arena::destroy() {
   reset();
   decay(false, true);  // everything to retained, then unmapped with the rest
-  pac.destroy_retained();
+  pac_.destroy_retained();
   Base* b = base_;
   b->destroy();
 }
 
-MutexStats Arena::large_mutex_stats() {
-  MutexGuard g(large_mtx_);
-  return large_mtx_.stats();
+void BinStatsSnap::add(const BinStatsSnap& s, bool current) {
+  nmalloc += s.nmalloc;
+  ndalloc += s.ndalloc;
+  nrequests += s.nrequests;
+  nfills += s.nfills;
+  nflushes += s.nflushes;
+  nslabs += s.nslabs;
+  nreslabs += s.nreslabs;
+  if (current) {
+    curregs += s.curregs;
+    curslabs += s.curslabs;
+    nonfull_slabs += s.nonfull_slabs;
+  }
+  mutex_stats_merge(&mutex, s.mutex);
 }
 
-void Arena::reset_large_mutex_stats() {
-  MutexGuard g(large_mtx_);
-  large_mtx_.reset_stats();
+void Arena::read_stats(ArenaStatsSnap* out) {
+  out->nthreads = nthreads();
+  out->create_ns = create_ns_;
+  out->internal = internal_bytes();
+  out->base = base_->stats();
+  out->mutex_base = base_->mutex_stats();
+  {
+    MutexGuard g(large_mtx_);
+    out->mutex_large = large_mtx_.stats();
+  }
+  pac_.read_stats(&out->pac);
+  for (unsigned i = 0; i < sc::kNBins; i++) {
+    BinStatsSnap& b = out->bins[i];
+    b = BinStatsSnap{};
+    // A class's shards report as one bin (5.3.0 merges them the same way).
+    for (unsigned shard = 0; shard < g_bin_geo[i].nshards; shard++) {
+      Bin& bin = this->bin(i, shard);
+      MutexGuard g(bin.mtx);
+      const BinStats& st = bin.stats;
+      b.add(BinStatsSnap{st.nmalloc, st.ndalloc, st.nrequests, st.curregs, st.nfills,
+                         st.nflushes, st.nslabs, st.reslabs, st.curslabs, st.nonfull_slabs,
+                         bin.mtx.stats()},
+            /*current=*/true);
+    }
+  }
+  for (unsigned i = 0; i < sc::kNLExtents; i++) {
+    const LargeStats& ls = lstats_[i];
+    LargeStatsSnap& l = out->lextents[i];
+    l.nmalloc = ls.nmalloc.load(std::memory_order_relaxed);
+    l.ndalloc = ls.ndalloc.load(std::memory_order_relaxed);
+    l.nrequests = ls.nrequests.load(std::memory_order_relaxed);
+    l.nflushes = ls.nflushes.load(std::memory_order_relaxed);
+    l.curlextents = ls.curlextents.load(std::memory_order_relaxed);
+  }
+}
+
+void Arena::reset_mutex_stats() {
+  {
+    MutexGuard g(large_mtx_);
+    large_mtx_.reset_stats();
+  }
+  pac_.reset_mutex_stats();
+  base_->reset_mutex_stats();
+  for (Bin* b = bins_begin(); b != bins_end(); b++) {
+    MutexGuard g(b->mtx);
+    b->mtx.reset_stats();
+  }
 }
 
 void Arena::prefork(unsigned stage) {
   switch (stage) {
-    case 0: pac.prefork_decay(); break;
-    case 1: pac.prefork_grow(); break;
-    case 2: pac.prefork_ecaches(); break;
+    case 0: pac_.prefork_decay(); break;
+    case 1: pac_.prefork_grow(); break;
+    case 2: pac_.prefork_ecaches(); break;
     case 3: base_->prefork(); break;
     case 4: large_mtx_.prefork(); break;
     case 5:
@@ -461,13 +516,13 @@ void Arena::prefork(unsigned stage) {
 void Arena::postfork_parent() {
   for (Bin* b = bins_begin(); b != bins_end(); b++) b->mtx.postfork_parent();
   large_mtx_.postfork_parent();
-  pac.postfork_parent();
+  pac_.postfork_parent();
   base_->postfork_parent();
 }
 void Arena::postfork_child() {
   for (Bin* b = bins_begin(); b != bins_end(); b++) b->mtx.postfork_child();
   large_mtx_.postfork_child();
-  pac.postfork_child();
+  pac_.postfork_child();
   base_->postfork_child();
 }
 

@@ -5,6 +5,8 @@
 // pointer offset by a random cache line inside the first page). Frees and in-place resizes
 // come back here. Decay (purging) of the arena's dirty/muzzy memory is driven by allocation
 // ticks, by explicit `arena.<i>.decay/purge`, or by a background thread.
+// State: all private. The page allocator is reached through the narrow forwarding methods
+// below (what arenas, background threads and ctl need); statistics leave through read_stats.
 // Layer: arena. Callers: the thread layer (tcache fill/flush, non-cached paths), api, ctl.
 // Concurrency: one mutex per bin (kBin, leaf; a class has g_bin_geo[i].nshards bins: a thread
 // allocates from its own shard and frees into the shard the slab belongs to, Edata::binshard);
@@ -31,6 +33,47 @@
 #include "meta/sc.h"
 
 namespace je {
+
+/// One small class's bins, merged over its shards (stats.arenas.<i>.bins.<j>.*).
+struct BinStatsSnap {
+  uint64_t nmalloc;
+  uint64_t ndalloc;
+  uint64_t nrequests;
+  size_t curregs;
+  uint64_t nfills;
+  uint64_t nflushes;
+  uint64_t nslabs;
+  uint64_t nreslabs;
+  size_t curslabs;
+  size_t nonfull_slabs;
+  MutexStats mutex;
+  /// Adds `s` (a class's shards, or arenas into a merged view); the current-state gauges only
+  /// when `current` (a destroyed arena's are history).
+  void add(const BinStatsSnap& s, bool current);
+};
+
+/// One large class (stats.arenas.<i>.lextents.<j>.*, and the flushes behind large.nflushes).
+struct LargeStatsSnap {
+  uint64_t nmalloc;
+  uint64_t ndalloc;
+  uint64_t nrequests;
+  uint64_t nflushes;
+  size_t curlextents;
+};
+
+/// Everything an arena reports, as plain values (Arena::read_stats): its own counters, its
+/// metadata allocator's, and its page allocator's.
+struct ArenaStatsSnap {
+  unsigned nthreads;  // application threads bound
+  uint64_t create_ns;
+  size_t internal;  // bytes of internal allocations served (see internal_add)
+  Base::Stats base;
+  MutexStats mutex_large;
+  MutexStats mutex_base;
+  PacStatsSnap pac;
+  BinStatsSnap bins[sc::kNBins];
+  LargeStatsSnap lextents[sc::kNLExtents];
+};
 
 struct LargeStats {
   std::atomic<uint64_t> nmalloc{0};
@@ -103,8 +146,8 @@ class Arena {
   /// Ours (arena.<i>.bounded_coalesce): whether frees into the dirty cache merge only up to
   /// the coalescing bound. Switchable at any time; a switch applies to the frees after it
   /// (extents merged before stay as they are).
-  bool bounded_coalesce() const { return pac.bounded_coalesce(); }
-  void set_bounded_coalesce(bool on) { pac.set_bounded_coalesce(on); }
+  bool bounded_coalesce() const { return pac_.bounded_coalesce(); }
+  void set_bounded_coalesce(bool on) { pac_.set_bounded_coalesce(on); }
 
   // ---- lifecycle (manual arenas) ----------------------------------------------------------
   /// Free every allocation of the arena (caller guarantees no concurrent use and that thread
@@ -113,8 +156,58 @@ class Arena {
   /// reset() then give all memory, retained included, back to the OS and drop the Base.
   void destroy();
 
-  // ---- state ------------------------------------------------------------------------------
-  Pac pac;
+  // ---- page allocator, as far as other modules need it ----------------------------------
+  size_t nactive() const { return pac_.nactive(); }
+  size_t ndirty() const { return pac_.ndirty(); }
+  size_t nmuzzy() const { return pac_.nmuzzy(); }
+  /// One page-allocator event counter, live (stats.arenas.<i>.<name> as of now).
+  uint64_t counter(PacCounter c) const { return pac_.counter(c); }
+  /// A cached (dirty or muzzy) extent of `size` bytes from this arena's page allocator, never
+  /// new memory (opt.borrow_dirty's lender side); nullptr if none fits.
+  Edata* alloc_cached_extent(size_t size, size_t alignment, bool zero) {
+    return pac_.alloc(size, alignment, zero, /*may_grow=*/false);
+  }
+  /// Decay times (arena.<i>.{dirty,muzzy}_decay_ms); setting restarts that backlog and may purge.
+  int64_t decay_ms(ExtentState which) const { return pac_.decay_ms_get(which); }
+  bool set_decay_ms(ExtentState which, int64_t ms, uint64_t now_ns) {
+    return pac_.decay_ms_set(which, ms, now_ns);
+  }
+  /// For background threads: see Pac::decay_ns_until_purge.
+  uint64_t decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t npages_threshold) {
+    return pac_.decay_ns_until_purge(which, now_ns, npages_threshold);
+  }
+  size_t oversize_threshold() const { return pac_.oversize_threshold(); }
+  void set_oversize_threshold(size_t v) { pac_.set_oversize_threshold(v); }
+  extent_hooks_t* extent_hooks() const { return pac_.hooks(); }
+  extent_hooks_t* exchange_extent_hooks(extent_hooks_t* h) { return pac_.exchange_hooks(h); }
+  size_t retain_grow_limit() { return pac_.retain_grow_limit(); }
+  bool set_retain_grow_limit(size_t limit, size_t* old_limit) {
+    return pac_.set_retain_grow_limit(limit, old_limit);
+  }
+
+  // ---- threads ----------------------------------------------------------------------------
+  /// Application threads bound to the arena (stats.arenas.<i>.nthreads, arena choice).
+  unsigned nthreads() const { return nthreads_[0].load(std::memory_order_relaxed); }
+  void thread_bound() { nthreads_[0].fetch_add(1, std::memory_order_relaxed); }
+  void thread_unbound() { nthreads_[0].fetch_sub(1, std::memory_order_release); }
+  /// Internal holds (arena_hold: an exiting thread still flushing into the arena).
+  void hold() { nthreads_[1].fetch_add(1, std::memory_order_relaxed); }
+  void unhold() { nthreads_[1].fetch_sub(1, std::memory_order_relaxed); }
+  /// Whether a thread is bound or a hold is taken (destroy must wait for neither).
+  bool in_use() const {
+    return nthreads_[0].load(std::memory_order_acquire) != 0 ||
+           nthreads_[1].load(std::memory_order_acquire) != 0;
+  }
+  /// fork child: only the forking thread exists; it is bound here or not.
+  void reset_threads_after_fork(bool own) {
+    nthreads_[0].store(own ? 1 : 0, std::memory_order_relaxed);
+    nthreads_[1].store(0, std::memory_order_relaxed);
+  }
+  /// percpu_arena: the thread (its Tsd) that last checked its CPU while on this arena.
+  const void* last_thread() const { return last_thd_.load(std::memory_order_relaxed); }
+  void set_last_thread(const void* t) { last_thd_.store(t, std::memory_order_relaxed); }
+
+  // ---- bins -------------------------------------------------------------------------------
   /// Shard `shard` of class `binind`'s bins.
   Bin& bin(szind_t binind, unsigned shard) {
     return bins_[g_bin_geo[binind].shard_base + shard];
@@ -128,18 +221,14 @@ class Arena {
   unsigned next_binshard_ticket() {
     return binshard_next_.fetch_add(1, std::memory_order_relaxed);
   }
-  LargeStats lstats[sc::kNLExtents];
-  // [0] application threads bound (stats.arenas.<i>.nthreads); [1] internal holds
-  // (arena_hold: an exiting thread still flushing into the arena). Destroy needs both at 0.
-  std::atomic<unsigned> nthreads[2] = {};
-  /// percpu_arena: the thread (its Tsd) that last checked its CPU while on this arena.
-  std::atomic<const void*> last_thd{nullptr};
+
+  // ---- statistics -------------------------------------------------------------------------
   Base* base() const { return base_; }
   uint64_t create_ns() const { return create_ns_; }
-  /// Counters of the large-list mutex (stats.arenas.<i>.mutexes.large), read under it; only
-  /// manual arenas take it for allocations. reset_large_mutex_stats: stats.mutexes.reset.
-  MutexStats large_mutex_stats();
-  void reset_large_mutex_stats();
+  /// Everything this arena reports (stats.arenas.<i>.*), each lock taken once and briefly.
+  void read_stats(ArenaStatsSnap* out);
+  /// Zero the counters of every mutex read_stats reports (stats.mutexes.reset).
+  void reset_mutex_stats();
 
   /// fork(): lock everything in rank order, one stage at a time across all arenas (decay,
   /// grow, ecaches + edata cache, base, large list, bins); unlock or reinitialize after.
@@ -154,6 +243,11 @@ class Arena {
   void dirty_added();
   void randomize_offset(Edata* e, size_t alignment);
 
+  Pac pac_;
+  LargeStats lstats_[sc::kNLExtents];
+  // [0] application threads bound; [1] internal holds. Destroy needs both at 0.
+  std::atomic<unsigned> nthreads_[2] = {};
+  std::atomic<const void*> last_thd_{nullptr};
   unsigned ind_ = 0;
   bool manual_ = false;
   Base* base_ = nullptr;

@@ -113,10 +113,10 @@ Edata* arenas_borrow_large(Arena* home, size_t size, size_t alignment, bool zero
   for (unsigned k = 1; k < n; k++) {
     const unsigned i = h + k < n ? h + k : h + k - n;
     Arena* a = g_arenas[i].load(std::memory_order_acquire);
-    if (a == nullptr || a->pac.ndirty() + a->pac.nmuzzy() < npages || !a->may_share_pages()) {
+    if (a == nullptr || a->ndirty() + a->nmuzzy() < npages || !a->may_share_pages()) {
       continue;
     }
-    if (Edata* e = a->pac.alloc(size, alignment, zero, /*may_grow=*/false)) {
+    if (Edata* e = a->alloc_cached_extent(size, alignment, zero)) {
       *owner = a;
       return e;
     }
@@ -146,7 +146,7 @@ Arena* arena_choose_auto() {
       if (first_unused == kMaxArenas) first_unused = i;
       continue;
     }
-    unsigned load = a->nthreads[0].load(std::memory_order_relaxed);
+    unsigned load = a->nthreads();
     if (best == nullptr || load < best_load) {
       best = a;
       best_load = load;
@@ -162,14 +162,14 @@ Arena* arena_choose_auto() {
 }
 
 void arena_bind(Arena* a) {
-  a->nthreads[0].fetch_add(1, std::memory_order_relaxed);
+  a->thread_bound();
   if (!t_bin_shards.assigned) bin_shards_bind(a->next_binshard_ticket());
 }
 // Release: an exiting thread takes its hold before it unbinds, and arena_destroy_manual reads
 // the bound count (acquire) before the holds, so it never sees both at zero in that window.
-void arena_unbind(Arena* a) { a->nthreads[0].fetch_sub(1, std::memory_order_release); }
-void arena_hold(Arena* a) { a->nthreads[1].fetch_add(1, std::memory_order_relaxed); }
-void arena_unhold(Arena* a) { a->nthreads[1].fetch_sub(1, std::memory_order_relaxed); }
+void arena_unbind(Arena* a) { a->thread_unbound(); }
+void arena_hold(Arena* a) { a->hold(); }
+void arena_unhold(Arena* a) { a->unhold(); }
 
 void arena_decay_after_cache_teardown(Arena* cache_arena) {
   if (Arena* a0 = arena_get(0, false)) a0->decay(/*is_background_thread=*/false, /*all=*/false);
@@ -177,7 +177,7 @@ void arena_decay_after_cache_teardown(Arena* cache_arena) {
   // Read after the caller's unbind: when two threads of one arena exit together, at least the
   // later one sees zero. A thread binding meanwhile only costs it an early purge. With
   // background threads on they own purging, and 5.3.0 leaves the arena to them.
-  const bool deserted = cache_arena->nthreads[0].load(std::memory_order_relaxed) == 0 &&
+  const bool deserted = cache_arena->nthreads() == 0 &&
                         !background_thread_enabled();
   cache_arena->decay(/*is_background_thread=*/false, /*all=*/deserted);
 }
@@ -194,7 +194,7 @@ void arenas_decay_sweep(const Arena* self) {
   unsigned last = g_huge_enabled ? g_huge_ind : g_narenas_auto - 1;
   for (unsigned i = 0; i <= last; i++) {
     Arena* a = g_arenas[i].load(std::memory_order_acquire);
-    if (a == nullptr || a == self || (a->pac.ndirty() == 0 && a->pac.nmuzzy() == 0)) continue;
+    if (a == nullptr || a == self || (a->ndirty() == 0 && a->nmuzzy() == 0)) continue;
     a->decay(/*is_background_thread=*/false, /*all=*/false);
   }
 }
@@ -222,8 +222,8 @@ Arena* arena_huge() {
   if (a == nullptr) return nullptr;
   // Oversize allocations tend to be freed soon and are expensive to keep: purge them eagerly.
   uint64_t now = nstime_now_ns();
-  if (arenas_dirty_decay_ms_default() > 0) a->pac.decay_ms_set(ExtentState::kDirty, 0, now);
-  if (arenas_muzzy_decay_ms_default() > 0) a->pac.decay_ms_set(ExtentState::kMuzzy, 0, now);
+  if (arenas_dirty_decay_ms_default() > 0) a->set_decay_ms(ExtentState::kDirty, 0, now);
+  if (arenas_muzzy_decay_ms_default() > 0) a->set_decay_ms(ExtentState::kMuzzy, 0, now);
   g_arenas[g_huge_ind].store(a, std::memory_order_release);
   return a;
 }
@@ -256,7 +256,7 @@ bool arena_destroy_manual(unsigned ind) {
   MutexGuard g(g_arenas_mtx);
   if (ind >= kMaxArenas) return false;
   Arena* a = g_arenas[ind].load(std::memory_order_relaxed);
-  if (a == nullptr || !a->manual() || a->nthreads[0].load() != 0 || a->nthreads[1].load() != 0) {
+  if (a == nullptr || !a->manual() || a->in_use()) {
     return false;
   }
   g_arenas[ind].store(nullptr, std::memory_order_release);
@@ -302,10 +302,8 @@ void arenas_postfork_child(Arena* own) {
   for (auto& slot : g_arenas) {
     Arena* a = slot.load(std::memory_order_relaxed);
     if (a == nullptr) continue;
-    a->nthreads[0].store(0, std::memory_order_relaxed);
-    a->nthreads[1].store(0, std::memory_order_relaxed);
+    a->reset_threads_after_fork(a == own);
   }
-  if (own != nullptr) own->nthreads[0].store(1, std::memory_order_relaxed);
 }
 
 }  // namespace je

@@ -98,11 +98,11 @@ uint64_t run_once(unsigned k, bool do_work, bool* handled) {
     if (a == nullptr) continue;
     *handled = true;
     if (do_work) a->decay(/*is_background_thread=*/true, /*all=*/false);
-    g_dirty_mark[i].store(a->pac.ndirty(), std::memory_order_relaxed);
+    g_dirty_mark[i].store(a->ndirty(), std::memory_order_relaxed);
     if (until <= kBackgroundThreadMinIntervalNs) continue;  // the minimum applies anyway
     const uint64_t now = nstime_now_ns();
     for (ExtentState which : {ExtentState::kDirty, ExtentState::kMuzzy}) {
-      uint64_t ns = a->pac.decay_ns_until_purge(which, now, kBackgroundThreadPurgeNpagesThreshold);
+      uint64_t ns = a->decay_ns_until_purge(which, now, kBackgroundThreadPurgeNpagesThreshold);
       if (ns < until) until = ns;
     }
   }
@@ -398,7 +398,7 @@ void background_thread_wake_arena(unsigned ind) {
 
 void detail::background_thread_dirty_added_slow(Arena* a) {
   // Immediate (0) and disabled (-1) decay never schedule anything.
-  if (a->pac.decay_ms_get(ExtentState::kDirty) <= 0) return;
+  if (a->decay_ms(ExtentState::kDirty) <= 0) return;
   Slot* s = slot_of(a->ind());
   if (s == nullptr) return;
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -420,7 +420,7 @@ void detail::background_thread_epoch_advanced_slow(Arena* a) {
   if (ind >= kMaxArenas) return;
   Slot* s = slot_of(ind);
   if (s == nullptr) return;
-  const size_t ndirty = a->pac.ndirty();
+  const size_t ndirty = a->ndirty();
   const size_t mark = g_dirty_mark[ind].load(std::memory_order_relaxed);
   if (ndirty <= mark || ndirty - mark <= kBackgroundThreadPurgeNpagesThreshold) return;
   uint64_t w = s->wakeup_ns.load(std::memory_order_relaxed);

@@ -101,10 +101,7 @@ int node_destroy(Req& r) {
   unsigned ind;
   Arena* a;
   if (int e = manual_target(r, &ind, &a)) return e;
-  if (a->nthreads[0].load(std::memory_order_relaxed) != 0 ||
-      a->nthreads[1].load(std::memory_order_relaxed) != 0) {
-    return EFAULT;
-  }
+  if (a->in_use()) return EFAULT;
   while (g_all_walkers.load(std::memory_order_acquire) != 0) sched_yield();
   background_thread_pause_arena(ind);
   // Reset first so that the destroyed view gets the final event counters of an empty arena.
@@ -145,13 +142,13 @@ int node_oversize_threshold(Req& r) {
   Arena* a = arena_at(ind);
   if (a == nullptr) return EFAULT;
   if (r.reading()) {
-    size_t old = a->pac.oversize_threshold();
+    size_t old = a->oversize_threshold();
     if (int e = read_out(r, old)) return e;
   }
   if (r.writing()) {
     size_t v;
     if (int e = write_in(r, &v)) return e;
-    a->pac.set_oversize_threshold(v);
+    a->set_oversize_threshold(v);
   }
   return 0;
 }
@@ -163,13 +160,13 @@ int node_decay_ms(Req& r) {
   Arena* a = arena_at(ind);
   if (a == nullptr) return EFAULT;  // includes MALLCTL_ARENAS_ALL: no "all arenas" setting
   if (r.reading()) {
-    ssize_t old = static_cast<ssize_t>(a->pac.decay_ms_get(kWhich));
+    ssize_t old = static_cast<ssize_t>(a->decay_ms(kWhich));
     if (int e = read_out(r, old)) return e;
   }
   if (r.writing()) {
     ssize_t v;
     if (int e = write_in(r, &v)) return e;
-    if (!a->pac.decay_ms_set(kWhich, v, nstime_now_ns())) return EFAULT;
+    if (!a->set_decay_ms(kWhich, v, nstime_now_ns())) return EFAULT;
     // The arena's background thread may be asleep on a schedule computed for the old time.
     background_thread_wake_arena(ind);
   }
@@ -193,17 +190,17 @@ int node_extent_hooks(Req& r) {
       if (int e = write_in(r, &hooks)) return e;
       a = arena_get(ind, /*create=*/true);
       if (a == nullptr) return EFAULT;
-      a->pac.ehooks.exchange(hooks);
+      a->exchange_extent_hooks(hooks);
     }
     return 0;
   }
   if (r.writing()) {
     extent_hooks_t* hooks;
     if (int e = write_in(r, &hooks)) return e;
-    extent_hooks_t* old = a->pac.ehooks.exchange(hooks);
+    extent_hooks_t* old = a->exchange_extent_hooks(hooks);
     return read_out(r, old);
   }
-  extent_hooks_t* cur = a->pac.ehooks.get();
+  extent_hooks_t* cur = a->extent_hooks();
   return read_out(r, cur);
 }
 
@@ -219,10 +216,9 @@ int node_retain_grow_limit(Req& r) {
   if (r.writing()) {
     size_t limit;
     if (int e = write_in(r, &limit)) return e;
-    if (!a->pac.set_retain_grow_limit(limit, &old)) return EFAULT;
+    if (!a->set_retain_grow_limit(limit, &old)) return EFAULT;
   } else {
-    MutexGuard gg(a->pac.grow_mtx);
-    old = sz::pind2sz(a->pac.exp_grow.limit);
+    old = a->retain_grow_limit();
   }
   return read_out(r, old);
 }

@@ -56,42 +56,27 @@ T load(const std::atomic<T>& a) {
   return a.load(std::memory_order_relaxed);
 }
 
-MutexStats read_mutex(Mutex& m) {
-  MutexGuard g(m);
-  return m.stats();
-}
+// What Arena::read_stats fills before fill() turns it into 5.3.0's view (ctl mutex held:
+// one at a time).
+constinit ArenaStatsSnap g_read = {};
 
 /// Reads one arena into its snapshot slot.
-/// Adds one bin's counters to `d` (a class's shards, or arenas into the merged view); the
-/// current-state gauges only when `current` (a destroyed arena's are history).
-void bin_snap_add(BinSnap* d, const BinSnap& s, bool current) {
-  d->nmalloc += s.nmalloc;
-  d->ndalloc += s.ndalloc;
-  d->nrequests += s.nrequests;
-  d->nfills += s.nfills;
-  d->nflushes += s.nflushes;
-  d->nslabs += s.nslabs;
-  d->nreslabs += s.nreslabs;
-  if (current) {
-    d->curregs += s.curregs;
-    d->curslabs += s.curslabs;
-    d->nonfull_slabs += s.nonfull_slabs;
-  }
-  mutex_stats_merge(&d->mutex, s.mutex);
-}
-
 void fill(ArenaSnap* s, Arena* a, uint64_t now) {
   clear(s, false);
-  Pac& pac = a->pac;
-  s->nthreads = load(a->nthreads[0]);
-  s->uptime_ns = now > a->create_ns() ? now - a->create_ns() : 0;
-  s->dirty_decay_ms = static_cast<ssize_t>(pac.decay_ms_get(ExtentState::kDirty));
-  s->muzzy_decay_ms = static_cast<ssize_t>(pac.decay_ms_get(ExtentState::kMuzzy));
-  s->pactive = pac.nactive();
-  s->pdirty = pac.ndirty();
-  s->pmuzzy = pac.nmuzzy();
+  ArenaStatsSnap& r = g_read;
+  a->read_stats(&r);
+  const PacStatsSnap& pac = r.pac;
+  s->nthreads = r.nthreads;
+  s->uptime_ns = now > r.create_ns ? now - r.create_ns : 0;
+  s->dirty_decay_ms = static_cast<ssize_t>(pac.dirty_decay_ms);
+  s->muzzy_decay_ms = static_cast<ssize_t>(pac.muzzy_decay_ms);
+  s->pactive = pac.nactive;
+  s->pdirty = pac.ndirty;
+  s->pmuzzy = pac.nmuzzy;
 
-  Base::Stats bs = a->base()->stats();
+  Base::Stats bs = r.base;
+  MutexStats base_mutex = r.mutex_base;
+  // The global base (radix tree, this snapshot) counts with arena 0's, as jemalloc's b0 does.
   Base* global = base_global();
   if (a->ind() == 0 && global != nullptr && global != a->base()) {
     Base::Stats gs = global->stats();
@@ -99,62 +84,30 @@ void fill(ArenaSnap* s, Arena* a, uint64_t now) {
     bs.resident += gs.resident;
     bs.mapped += gs.mapped;
     bs.n_thp += gs.n_thp;
+    mutex_stats_merge(&base_mutex, global->mutex_stats());
   }
   s->base = bs.allocated;
-  s->internal = a->internal_bytes();
+  s->internal = r.internal;
   s->metadata_thp = bs.n_thp * config::kHugepage;
-  s->mapped = bs.mapped + load(pac.stats.mapped);
+  s->mapped = bs.mapped + pac.mapped;
   s->resident = bs.resident + ((s->pactive + s->pdirty) << config::kLgPage);
-  s->retained = pac.nretained() << config::kLgPage;
-  s->extent_avail = pac.edata_cache.available();
+  s->retained = pac.nretained << config::kLgPage;
+  s->extent_avail = pac.extent_avail;
+  s->abandoned_vm = pac.abandoned_vm;
+  std::memcpy(s->counters, pac.counters, sizeof(s->counters));
 
-  s->dirty_npurge = load(pac.stats.decay_dirty.npurge);
-  s->dirty_nmadvise = load(pac.stats.decay_dirty.nmadvise);
-  s->dirty_purged = load(pac.stats.decay_dirty.purged);
-  s->muzzy_npurge = load(pac.stats.decay_muzzy.npurge);
-  s->muzzy_nmadvise = load(pac.stats.decay_muzzy.nmadvise);
-  s->muzzy_purged = load(pac.stats.decay_muzzy.purged);
-  s->abandoned_vm = load(pac.stats.abandoned_vm);
-
-  s->dirty_merges = load(pac.stats.dirty_merges);
-  s->dirty_merges_refused = load(pac.stats.dirty_merges_refused);
-  s->evict_merges = load(pac.stats.evict_merges);
-  auto src = [&](PacSource k) { return static_cast<unsigned>(k); };
-  s->dirty_allocs = load(pac.stats.alloc_count[src(PacSource::kDirty)]);
-  s->muzzy_allocs = load(pac.stats.alloc_count[src(PacSource::kMuzzy)]);
-  s->retained_allocs = load(pac.stats.alloc_count[src(PacSource::kRetained)]);
-  s->fresh_allocs = load(pac.stats.alloc_count[src(PacSource::kFresh)]);
-  s->dirty_alloc_pages = load(pac.stats.alloc_pages[src(PacSource::kDirty)]);
-  s->muzzy_alloc_pages = load(pac.stats.alloc_pages[src(PacSource::kMuzzy)]);
-  s->retained_alloc_pages = load(pac.stats.alloc_pages[src(PacSource::kRetained)]);
-  s->fresh_alloc_pages = load(pac.stats.alloc_pages[src(PacSource::kFresh)]);
-
-  s->mutexes[kMtxLarge] = a->large_mutex_stats();
-  s->mutexes[kMtxExtentAvail] = pac.edata_cache.mutex_stats();
-  s->mutexes[kMtxExtentsDirty] = read_mutex(pac.ecache_dirty.mtx);
-  s->mutexes[kMtxExtentsMuzzy] = read_mutex(pac.ecache_muzzy.mtx);
-  s->mutexes[kMtxExtentsRetained] = read_mutex(pac.ecache_retained.mtx);
-  s->mutexes[kMtxDecayDirty] = pac.decay_mutex_stats(ExtentState::kDirty);
-  s->mutexes[kMtxDecayMuzzy] = pac.decay_mutex_stats(ExtentState::kMuzzy);
-  s->mutexes[kMtxBase] = a->base()->mutex_stats();
-  if (a->ind() == 0 && global != nullptr && global != a->base()) {
-    mutex_stats_merge(&s->mutexes[kMtxBase], global->mutex_stats());  // as its bytes above
-  }
+  s->mutexes[kMtxLarge] = r.mutex_large;
+  s->mutexes[kMtxExtentAvail] = pac.mutexes[kPacMtxExtentAvail];
+  s->mutexes[kMtxExtentsDirty] = pac.mutexes[kPacMtxExtentsDirty];
+  s->mutexes[kMtxExtentsMuzzy] = pac.mutexes[kPacMtxExtentsMuzzy];
+  s->mutexes[kMtxExtentsRetained] = pac.mutexes[kPacMtxExtentsRetained];
+  s->mutexes[kMtxDecayDirty] = pac.mutexes[kPacMtxDecayDirty];
+  s->mutexes[kMtxDecayMuzzy] = pac.mutexes[kPacMtxDecayMuzzy];
+  s->mutexes[kMtxBase] = base_mutex;
   s->mutexes[kMtxTcacheList] = tcaches_mutex_stats();
 
   for (unsigned i = 0; i < sc::kNBins; i++) {
-    BinSnap& b = s->bins[i];
-    b = BinSnap{};
-    // A class's shards report as one bin (5.3.0 merges them the same way).
-    for (unsigned shard = 0; shard < g_bin_geo[i].nshards; shard++) {
-      Bin& bin = a->bin(i, shard);
-      MutexGuard g(bin.mtx);
-      const BinStats& st = bin.stats;
-      bin_snap_add(&b, BinSnap{st.nmalloc, st.ndalloc, st.nrequests, st.curregs, st.nfills,
-                               st.nflushes, st.nslabs, st.reslabs, st.curslabs,
-                               st.nonfull_slabs, bin.mtx.stats()},
-                   /*current=*/true);
-    }
+    const BinSnap& b = s->bins[i] = r.bins[i];
     s->small_allocated += b.curregs * sz::index2size(i);
     s->small_nmalloc += b.nmalloc;
     s->small_ndalloc += b.ndalloc;
@@ -162,31 +115,16 @@ void fill(ArenaSnap* s, Arena* a, uint64_t now) {
     s->small_nfills += b.nfills;
     s->small_nflushes += b.nflushes;
   }
-
   for (unsigned i = 0; i < sc::kNLExtents; i++) {
-    const LargeStats& ls = a->lstats[i];
-    LextentSnap& l = s->lextents[i];
-    l.nmalloc = load(ls.nmalloc);
-    l.ndalloc = load(ls.ndalloc);
-    l.nrequests = load(ls.nrequests);
-    l.curlextents = load(ls.curlextents);
+    const LextentSnap& l = s->lextents[i] = r.lextents[i];
     s->large_allocated += l.curlextents * sz::index2size(sc::kNBins + i);
     s->large_nmalloc += l.nmalloc;
     s->large_ndalloc += l.ndalloc;
     s->large_nrequests += l.nrequests;
-    s->large_nflushes += load(ls.nflushes);
+    s->large_nflushes += l.nflushes;
   }
   s->large_nfills = s->large_nmalloc;
-
-  for (pszind_t j = 0; j < sc::kNPSizes; j++) {
-    ExtentSnap& e = s->extents[j];
-    e.ndirty = pac.ecache_dirty.eset.nextents(j);
-    e.nmuzzy = pac.ecache_muzzy.eset.nextents(j);
-    e.nretained = pac.ecache_retained.eset.nextents(j);
-    e.dirty_bytes = pac.ecache_dirty.eset.nbytes(j);
-    e.muzzy_bytes = pac.ecache_muzzy.eset.nbytes(j);
-    e.retained_bytes = pac.ecache_retained.eset.nbytes(j);
-  }
+  std::memcpy(s->extents, pac.extents, sizeof(s->extents));
 
   s->tcache_bytes = tcache_bytes(a);
 }
@@ -211,12 +149,7 @@ void merge(ArenaSnap* d, const ArenaSnap* s, bool destroyed) {
     d->tcache_bytes += s->tcache_bytes;
     d->tcache_stashed_bytes += s->tcache_stashed_bytes;
   }
-  d->dirty_npurge += s->dirty_npurge;
-  d->dirty_nmadvise += s->dirty_nmadvise;
-  d->dirty_purged += s->dirty_purged;
-  d->muzzy_npurge += s->muzzy_npurge;
-  d->muzzy_nmadvise += s->muzzy_nmadvise;
-  d->muzzy_purged += s->muzzy_purged;
+  for (unsigned k = 0; k < kNPacCounters; k++) d->counters[k] += s->counters[k];
   d->abandoned_vm += s->abandoned_vm;
   d->hpa_sec_bytes += s->hpa_sec_bytes;
 
@@ -231,17 +164,6 @@ void merge(ArenaSnap* d, const ArenaSnap* s, bool destroyed) {
   d->large_nfills += s->large_nfills;
   d->large_nflushes += s->large_nflushes;
 
-  d->dirty_merges += s->dirty_merges;
-  d->dirty_merges_refused += s->dirty_merges_refused;
-  d->evict_merges += s->evict_merges;
-  d->dirty_allocs += s->dirty_allocs;
-  d->muzzy_allocs += s->muzzy_allocs;
-  d->retained_allocs += s->retained_allocs;
-  d->fresh_allocs += s->fresh_allocs;
-  d->dirty_alloc_pages += s->dirty_alloc_pages;
-  d->muzzy_alloc_pages += s->muzzy_alloc_pages;
-  d->retained_alloc_pages += s->retained_alloc_pages;
-  d->fresh_alloc_pages += s->fresh_alloc_pages;
 
   for (unsigned m = 0; m < kNArenaMutexes; m++) {
     // One global mutex behind every arena's tcache_list: the merged view reports it once.
@@ -249,13 +171,14 @@ void merge(ArenaSnap* d, const ArenaSnap* s, bool destroyed) {
     mutex_stats_merge(&d->mutexes[m], s->mutexes[m]);
   }
 
-  for (unsigned i = 0; i < sc::kNBins; i++) bin_snap_add(&d->bins[i], s->bins[i], !destroyed);
+  for (unsigned i = 0; i < sc::kNBins; i++) d->bins[i].add(s->bins[i], !destroyed);
   for (unsigned i = 0; i < sc::kNLExtents; i++) {
     LextentSnap& dl = d->lextents[i];
     const LextentSnap& sl = s->lextents[i];
     dl.nmalloc += sl.nmalloc;
     dl.ndalloc += sl.ndalloc;
     dl.nrequests += sl.nrequests;
+    dl.nflushes += sl.nflushes;
     if (!destroyed) dl.curlextents += sl.curlextents;
   }
   if (!destroyed) {
@@ -363,20 +286,7 @@ void stats_mutexes_reset() {
   for (unsigned i = 0; i < n; i++) {
     Arena* a = arena_get(i, false);
     if (a == nullptr) continue;
-    a->reset_large_mutex_stats();
-    a->pac.edata_cache.reset_mutex_stats();
-    a->pac.reset_decay_mutex_stats(ExtentState::kDirty);
-    a->pac.reset_decay_mutex_stats(ExtentState::kMuzzy);
-    a->base()->reset_mutex_stats();
-    for (Mutex* m : {&a->pac.ecache_dirty.mtx, &a->pac.ecache_muzzy.mtx,
-                     &a->pac.ecache_retained.mtx}) {
-      MutexGuard g(*m);
-      m->reset_stats();
-    }
-    for (Bin* b = a->bins_begin(); b != a->bins_end(); b++) {
-      MutexGuard g(b->mtx);
-      b->mtx.reset_stats();
-    }
+    a->reset_mutex_stats();
   }
 }
 
@@ -403,6 +313,15 @@ int arena_field(Req& r) {
   return stats_leaf(r, [&] {
     const ArenaSnap* s = stats_arena(r.mib[2]);
     return s == nullptr ? ENOENT : read_out(r, s->*M);
+  });
+}
+
+/// A page-allocator event counter (extent/pac_stats.h's table).
+template <PacCounter C>
+int counter_field(Req& r) {
+  return stats_leaf(r, [&] {
+    const ArenaSnap* s = stats_arena(r.mib[2]);
+    return s == nullptr ? ENOENT : read_out(r, s->counters[pac_counter_index(C)]);
   });
 }
 
@@ -600,12 +519,8 @@ constexpr Node kStatsArenaElem[] = {
     leaf("mapped", &arena_field<&ArenaSnap::mapped>),
     leaf("retained", &arena_field<&ArenaSnap::retained>),
     leaf("extent_avail", &arena_field<&ArenaSnap::extent_avail>),
-    leaf("dirty_npurge", &arena_field<&ArenaSnap::dirty_npurge>),
-    leaf("dirty_nmadvise", &arena_field<&ArenaSnap::dirty_nmadvise>),
-    leaf("dirty_purged", &arena_field<&ArenaSnap::dirty_purged>),
-    leaf("muzzy_npurge", &arena_field<&ArenaSnap::muzzy_npurge>),
-    leaf("muzzy_nmadvise", &arena_field<&ArenaSnap::muzzy_nmadvise>),
-    leaf("muzzy_purged", &arena_field<&ArenaSnap::muzzy_purged>),
+#define JE_COUNTER_LEAF(name, meaning) leaf(#name, &counter_field<PacCounter::name>),
+    JE_PAC_COUNTERS_530(JE_COUNTER_LEAF)
     leaf("base", &arena_field<&ArenaSnap::base>),
     leaf("internal", &arena_field<&ArenaSnap::internal>),
     leaf("metadata_thp", &arena_field<&ArenaSnap::metadata_thp>),
@@ -622,17 +537,8 @@ constexpr Node kStatsArenaElem[] = {
     named("mutexes", kArenaMutexes),
     named("hpa_shard", kHpaShard),
     // Ours (after 5.3.0's names so that its MIBs stay the same).
-    leaf("dirty_merges", &arena_field<&ArenaSnap::dirty_merges>),
-    leaf("dirty_merges_refused", &arena_field<&ArenaSnap::dirty_merges_refused>),
-    leaf("evict_merges", &arena_field<&ArenaSnap::evict_merges>),
-    leaf("dirty_allocs", &arena_field<&ArenaSnap::dirty_allocs>),
-    leaf("muzzy_allocs", &arena_field<&ArenaSnap::muzzy_allocs>),
-    leaf("retained_allocs", &arena_field<&ArenaSnap::retained_allocs>),
-    leaf("fresh_allocs", &arena_field<&ArenaSnap::fresh_allocs>),
-    leaf("dirty_alloc_pages", &arena_field<&ArenaSnap::dirty_alloc_pages>),
-    leaf("muzzy_alloc_pages", &arena_field<&ArenaSnap::muzzy_alloc_pages>),
-    leaf("retained_alloc_pages", &arena_field<&ArenaSnap::retained_alloc_pages>),
-    leaf("fresh_alloc_pages", &arena_field<&ArenaSnap::fresh_alloc_pages>),
+    JE_PAC_COUNTERS_OURS(JE_COUNTER_LEAF)
+#undef JE_COUNTER_LEAF
 };
 constexpr Node kStatsArenaI = named("", kStatsArenaElem);
 

@@ -6,7 +6,10 @@
 // ArenaSnap per arena index (allocated from the global base on first use, never freed), a merged
 // view of all live arenas (MALLCTL_ARENAS_ALL, also reached through the deprecated index
 // `arenas.narenas`), an accumulated view of destroyed arenas (MALLCTL_ARENAS_DESTROYED) and the
-// global totals. refresh() rebuilds everything from the arenas.
+// global totals. refresh() rebuilds everything from the arenas, each read through
+// Arena::read_stats (ctl reaches no arena or page-allocator state directly); the page
+// allocator's event counters are one table (extent/pac_stats.h) from which the snapshot slots,
+// the merge, the leaves and the printer's rows are generated.
 // Definitions (jemalloc's meaning, spec §4.5 / §1.18 item 10):
 //   allocated = Σ small curregs × class size + Σ large curlextents × class size (bytes);
 //   active    = pactive × page (pages handed out: slabs and large extents with their pad);
@@ -34,12 +37,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "arena/arena.h"
+#include "extent/pac_stats.h"
 #include "meta/sc.h"
 #include "support/mutex.h"
 
 namespace je {
-
-class Arena;
 
 namespace ctl {
 
@@ -81,38 +84,10 @@ enum GlobalMutex : unsigned {
   kNGlobalMutexes
 };
 
-/// stats.arenas.<i>.bins.<j>.*
-struct BinSnap {
-  uint64_t nmalloc;
-  uint64_t ndalloc;
-  uint64_t nrequests;
-  size_t curregs;
-  uint64_t nfills;
-  uint64_t nflushes;
-  uint64_t nslabs;
-  uint64_t nreslabs;
-  size_t curslabs;
-  size_t nonfull_slabs;
-  MutexStats mutex;
-};
-
-/// stats.arenas.<i>.lextents.<j>.*
-struct LextentSnap {
-  uint64_t nmalloc;
-  uint64_t ndalloc;
-  uint64_t nrequests;
-  size_t curlextents;
-};
-
-/// stats.arenas.<i>.extents.<j>.* (free extents by page-size class).
-struct ExtentSnap {
-  size_t ndirty;
-  size_t nmuzzy;
-  size_t nretained;
-  size_t dirty_bytes;
-  size_t muzzy_bytes;
-  size_t retained_bytes;
-};
+/// stats.arenas.<i>.bins.<j>.*, .lextents.<j>.*, .extents.<j>.*: as the arena reports them.
+using BinSnap = BinStatsSnap;
+using LextentSnap = LargeStatsSnap;
+using ExtentSnap = PacExtentStats;
 
 /// Everything under stats.arenas.<i>, with the C types 5.3.0 reports.
 struct ArenaSnap {
@@ -128,12 +103,6 @@ struct ArenaSnap {
   size_t mapped;
   size_t retained;
   size_t extent_avail;
-  uint64_t dirty_npurge;
-  uint64_t dirty_nmadvise;
-  uint64_t dirty_purged;
-  uint64_t muzzy_npurge;
-  uint64_t muzzy_nmadvise;
-  uint64_t muzzy_purged;
   size_t base;
   size_t internal;
   size_t metadata_thp;
@@ -154,18 +123,9 @@ struct ArenaSnap {
   uint64_t large_nrequests;
   uint64_t large_nfills;  // = large_nmalloc, jemalloc's definition
   uint64_t large_nflushes;
-  // Ours: the dirty path made observable (see doc/mallctl.md).
-  uint64_t dirty_merges;
-  uint64_t dirty_merges_refused;
-  uint64_t evict_merges;
-  uint64_t dirty_allocs;
-  uint64_t muzzy_allocs;
-  uint64_t retained_allocs;
-  uint64_t fresh_allocs;
-  uint64_t dirty_alloc_pages;
-  uint64_t muzzy_alloc_pages;
-  uint64_t retained_alloc_pages;
-  uint64_t fresh_alloc_pages;
+  // The page allocator's event counters (extent/pac_stats.h's table): 5.3.0's decay counters
+  // and ours, summed in the merged and destroyed views.
+  uint64_t counters[kNPacCounters];
   MutexStats mutexes[kNArenaMutexes];
   BinSnap bins[sc::kNBins];
   LextentSnap lextents[sc::kNLExtents];

@@ -7,6 +7,7 @@
 
 #include "ctl/stats_print_emitter.h"
 #include "ctl/stats_print_impl.h"
+#include "extent/pac_stats.h"
 #include "meta/sc.h"
 #include "meta/sz.h"
 #include "support/config.h"
@@ -519,46 +520,20 @@ void print_hpa(Emitter& e, size_t ind, uint64_t uptime) {
 }
 
 /// Ours, after everything 5.3.0 prints: how freed extents were coalesced and where the page
-/// allocator found pages (doc/mallctl.md, "the dirty path made observable"). JSON keys are the
-/// mallctl leaf names.
+/// allocator found pages (doc/mallctl.md, "the dirty path made observable") -- one line per row
+/// of the page allocator's counter table (extent/pac_stats.h), in its order. JSON keys and text
+/// labels are the mallctl leaf names.
 void print_dirty_path(Emitter& e, size_t ind) {
-  uint64_t merges = astat<uint64_t>(ind, "dirty_merges");
-  uint64_t refused = astat<uint64_t>(ind, "dirty_merges_refused");
-  uint64_t evict = astat<uint64_t>(ind, "evict_merges");
   e.table_printf("Dirty path (this allocator's counters; not in jemalloc 5.3.0):\n");
-  e.json_kv("dirty_merges", Value::uns(merges));
-  e.json_kv("dirty_merges_refused", Value::uns(refused));
-  e.json_kv("evict_merges", Value::uns(evict));
-  e.table_printf("  dirty_merges: %llu\n", static_cast<unsigned long long>(merges));
-  e.table_printf("  dirty_merges_refused: %llu\n", static_cast<unsigned long long>(refused));
-  e.table_printf("  evict_merges: %llu\n", static_cast<unsigned long long>(evict));
-
-  Row row;
-  row.add(Justify::kLeft, 21, Value::title("  pages served from:"));
-  row.add(Justify::kRight, 16, Value::title("extents"));
-  row.add(Justify::kRight, 16, Value::title("pages"));
-  e.table_row(row);
-  static constexpr const char* kSources[4] = {"dirty", "muzzy", "retained", "fresh"};
-  uint64_t allocs[4], pages[4];
-  for (unsigned k = 0; k < 4; k++) {
-    char leaf[32];
-    je_snprintf(leaf, sizeof(leaf), "%s_allocs", kSources[k]);
-    allocs[k] = astat<uint64_t>(ind, leaf);
-    e.json_kv(leaf, Value::uns(allocs[k]));
-  }
-  for (unsigned k = 0; k < 4; k++) {
-    char leaf[32];
-    je_snprintf(leaf, sizeof(leaf), "%s_alloc_pages", kSources[k]);
-    pages[k] = astat<uint64_t>(ind, leaf);
-    e.json_kv(leaf, Value::uns(pages[k]));
-  }
-  for (unsigned k = 0; k < 4; k++) {
-    char label[32];
-    je_snprintf(label, sizeof(label), "  %s:", kSources[k]);
-    row.cols[0].value = Value::title(label);
-    row.cols[1].value = Value::uns(allocs[k]);
-    row.cols[2].value = Value::uns(pages[k]);
-    e.table_row(row);
+  static constexpr const char* kLeaves[] = {
+#define JE_COUNTER_NAME(name, meaning) #name,
+      JE_PAC_COUNTERS_OURS(JE_COUNTER_NAME)
+#undef JE_COUNTER_NAME
+  };
+  for (const char* leaf : kLeaves) {
+    uint64_t v = astat<uint64_t>(ind, leaf);
+    e.json_kv(leaf, Value::uns(v));
+    e.table_printf("  %s: %llu\n", leaf, static_cast<unsigned long long>(v));
   }
 }
 

@@ -18,8 +18,6 @@ namespace {
 
 constexpr size_t kPage = config::kPage;
 
-void bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
-
 void deactivate_locked(Ecache& ec, Edata* e) {
   g_emap.update_state(e, ec.state);
   ec.eset.insert(e);
@@ -47,7 +45,7 @@ void deregister_impl(Edata* e) {
   }
 }
 
-Edata* split_impl(Pac& pac, Edata* e, size_t size_a, size_t size_b) {
+Edata* split_impl(PacCore& pac, Edata* e, size_t size_a, size_t size_b) {
   if (pac.ehooks.split_will_fail()) return nullptr;
   Edata* trail = pac.edata_cache.get();
   if (trail == nullptr) return nullptr;
@@ -65,7 +63,7 @@ Edata* split_impl(Pac& pac, Edata* e, size_t size_a, size_t size_b) {
 }
 
 // `a` (lower address) absorbs the adjacent `b`; both owned by the caller.
-bool merge_impl(Pac& pac, Edata* a, Edata* b) {
+bool merge_impl(PacCore& pac, Edata* a, Edata* b) {
   if (!pac.ehooks.merge(a->base(), a->size, b->base(), b->size, a->committed)) return false;
   g_emap.merge_commit(a, b);
   a->size += b->size;
@@ -75,13 +73,13 @@ bool merge_impl(Pac& pac, Edata* a, Edata* b) {
   return true;
 }
 
-bool commit_impl(Pac& pac, Edata* e, size_t offset, size_t length) {
+bool commit_impl(PacCore& pac, Edata* e, size_t offset, size_t length) {
   bool ok = pac.ehooks.commit(e->base(), e->size, offset, length);
   e->committed = e->committed || ok;
   return ok;
 }
 
-bool decommit_impl(Pac& pac, Edata* e) {
+bool decommit_impl(PacCore& pac, Edata* e) {
   bool ok = pac.ehooks.decommit(e->base(), e->size, 0, e->size);
   e->committed = e->committed && !ok;
   return ok;
@@ -94,7 +92,7 @@ enum class CoalesceMode : uint8_t {
 };
 
 // `outer` is a claimed neighbour of the owned `inner`; merge them (the lower address survives).
-bool coalesce_one(Pac& pac, Ecache& ec, Edata* inner, Edata* outer, bool forward) {
+bool coalesce_one(PacCore& pac, Ecache& ec, Edata* inner, Edata* outer, bool forward) {
   ec.eset.remove(outer);
   bool ok = forward ? merge_impl(pac, inner, outer) : merge_impl(pac, outer, inner);
   if (!ok) deactivate_locked(ec, outer);  // hooks refused: the neighbour goes back unchanged
@@ -106,7 +104,7 @@ bool coalesce_one(Pac& pac, Ecache& ec, Edata* inner, Edata* outer, bool forward
 // mergeable for later (eviction, or a later free on its other side). With delayed coalescing
 // (dirty) it stops after one merge and reports it, so the caller loops; otherwise it runs until
 // neither side merges.
-Edata* try_coalesce(Pac& pac, Ecache& ec, Edata* e, size_t max_size, CoalesceMode mode,
+Edata* try_coalesce(PacCore& pac, Ecache& ec, Edata* e, size_t max_size, CoalesceMode mode,
                     bool* coalesced) {
   *coalesced = false;
   bool again;
@@ -118,14 +116,14 @@ Edata* try_coalesce(Pac& pac, Ecache& ec, Edata* e, size_t max_size, CoalesceMod
       size_t room = max_size > e->size ? max_size - e->size : 0;
       if (nb->size > room) {
         g_emap.release(nb, ec.state);
-        if (mode == CoalesceMode::kEager) bump(pac.stats.dirty_merges_refused);
+        if (mode == CoalesceMode::kEager) pac.counters.add(PacCounter::dirty_merges_refused);
         continue;
       }
       if (!coalesce_one(pac, ec, e, nb, forward)) continue;
       if (!forward) e = nb;  // the lower extent's descriptor survives
       *coalesced = true;
-      if (mode == CoalesceMode::kEager) bump(pac.stats.dirty_merges);
-      if (mode == CoalesceMode::kEvict) bump(pac.stats.evict_merges);
+      if (mode == CoalesceMode::kEager) pac.counters.add(PacCounter::dirty_merges);
+      if (mode == CoalesceMode::kEvict) pac.counters.add(PacCounter::evict_merges);
       if (ec.delay_coalesce) return e;
       again = true;
     }
@@ -133,27 +131,25 @@ Edata* try_coalesce(Pac& pac, Ecache& ec, Edata* e, size_t max_size, CoalesceMod
   return e;
 }
 
-bool may_force_decay(const Pac& pac) {
-  return pac.decay_ms_get(ExtentState::kDirty) != -1 && pac.decay_ms_get(ExtentState::kMuzzy) != -1;
-}
-
 // An oversize extent goes straight to retained instead of sitting dirty.
-void maximally_purge(Pac& pac, Edata* e) {
+void maximally_purge(PacCore& pac, Edata* e) {
   size_t size = e->size;
   dalloc_wrapper(pac, e);
-  bump(pac.stats.decay_dirty.nmadvise);
-  bump(pac.stats.decay_dirty.purged, size >> config::kLgPage);
-  pac.stats.mapped.fetch_sub(size, std::memory_order_relaxed);
+  // Counted as a dirty purge, as 5.3.0 does (one madvise; no purge run), and as ours.
+  pac.counters.add_decay(/*dirty=*/true, PacDecayCounter::kNmadvise, 1);
+  pac.counters.add_decay(/*dirty=*/true, PacDecayCounter::kPurged, size >> config::kLgPage);
+  pac.counters.add(PacCounter::oversize_purged, size >> config::kLgPage);
+  pac.mapped.fetch_sub(size, std::memory_order_relaxed);
 }
 
-void record(Pac& pac, Ecache& ec, Edata* e) {
+void record(PacCore& pac, Ecache& ec, Edata* e) {
   ec.mtx.lock();
   bool coalesced;
   if (!ec.delay_coalesce) {
     e = try_coalesce(pac, ec, e, sc::kLargeMaxClass, CoalesceMode::kFull, &coalesced);
   } else if (e->size >= sc::kLargeMinClass) {
     size_t threshold = pac.oversize_threshold();
-    bool purges_oversize = threshold != 0 && may_force_decay(pac);
+    bool purges_oversize = threshold != 0 && pac.may_force_decay();
     // The bound is fixed by the size of the extent being freed; as merges accumulate the room
     // left only shrinks, so a neighbour refused once stays refused for this call.
     size_t max_size = sc::kLargeMaxClass;
@@ -181,7 +177,7 @@ void record(Pac& pac, Ecache& ec, Edata* e) {
 // Cuts *e down to [aligned start, +size). Lead and trail pieces come back in *lead / *trail
 // (still owned, state of *e). On failure every piece is still a valid extent: *lead (if
 // non-null) and *e.
-bool split_interior(Pac& pac, Edata** e, Edata** lead, Edata** trail, size_t size,
+bool split_interior(PacCore& pac, Edata** e, Edata** lead, Edata** trail, size_t size,
                     size_t alignment) {
   *lead = nullptr;
   *trail = nullptr;
@@ -201,7 +197,7 @@ bool split_interior(Pac& pac, Edata** e, Edata** lead, Edata** trail, size_t siz
   return true;
 }
 
-Edata* recycle_extract(Pac& pac, Ecache& ec, Edata* expand, size_t size, size_t alignment,
+Edata* recycle_extract(PacCore& pac, Ecache& ec, Edata* expand, size_t size, size_t alignment,
                        bool bounded) {
   Edata* e;
   if (expand != nullptr) {
@@ -221,7 +217,7 @@ Edata* recycle_extract(Pac& pac, Ecache& ec, Edata* expand, size_t size, size_t 
   return e;
 }
 
-Edata* recycle(Pac& pac, Ecache& ec, Edata* expand, size_t size, size_t alignment, bool zero,
+Edata* recycle(PacCore& pac, Ecache& ec, Edata* expand, size_t size, size_t alignment, bool zero,
                bool* commit, bool bounded = true) {
   ec.mtx.lock();
   Edata* e = recycle_extract(pac, ec, expand, size, alignment, bounded);
@@ -250,7 +246,7 @@ Edata* recycle(Pac& pac, Ecache& ec, Edata* expand, size_t size, size_t alignmen
 
 // Grows retained address space by the next size of the series that fits the request; returns
 // the requested piece, records the rest as retained. Called with grow_mtx held; releases it.
-Edata* grow_retained(Pac& pac, size_t size, size_t alignment, bool zero, bool* commit) {
+Edata* grow_retained(PacCore& pac, size_t size, size_t alignment, bool zero, bool* commit) {
   Edata* e = nullptr;
   size_t alloc_min = size + align_up(alignment, kPage) - kPage;
   pszind_t skip = 0;
@@ -308,7 +304,7 @@ fail:
 }
 
 // Maps a separate region for one extent (no-retain mode, or in-place growth at new_addr).
-Edata* alloc_wrapper(Pac& pac, void* new_addr, size_t size, size_t alignment, bool zero,
+Edata* alloc_wrapper(PacCore& pac, void* new_addr, size_t size, size_t alignment, bool zero,
                      bool* commit) {
   Edata* e = pac.edata_cache.get();
   if (e == nullptr) return nullptr;
@@ -334,13 +330,13 @@ size_t coalesce_bound(size_t size, unsigned lg_max_fit) {
   return Eset::max_fit_extent(size, lg_max_fit);
 }
 
-Edata* ecache_alloc(Pac& pac, Ecache& ecache, Edata* expand, size_t size, size_t alignment,
+Edata* ecache_alloc(PacCore& pac, Ecache& ecache, Edata* expand, size_t size, size_t alignment,
                     bool zero, bool bounded) {
   bool commit = true;
   return recycle(pac, ecache, expand, size, alignment, zero, &commit, bounded);
 }
 
-Edata* ecache_alloc_grow(Pac& pac, Edata* expand, size_t size, size_t alignment, bool zero,
+Edata* ecache_alloc_grow(PacCore& pac, Edata* expand, size_t size, size_t alignment, bool zero,
                          bool* fresh) {
   *fresh = false;
   bool commit = true;
@@ -371,13 +367,13 @@ Edata* ecache_take(Ecache& ec, size_t min_size) {
   return e;
 }
 
-void ecache_dalloc(Pac& pac, Ecache& ecache, Edata* e) {
+void ecache_dalloc(PacCore& pac, Ecache& ecache, Edata* e) {
   e->addr = e->base();  // drop the cache-oblivious offset
   e->zeroed = false;    // dirty and muzzy memory is never assumed zero
   record(pac, ecache, e);
 }
 
-Edata* ecache_evict(Pac& pac, Ecache& ec, size_t npages_min, size_t npages_want) {
+Edata* ecache_evict(PacCore& pac, Ecache& ec, size_t npages_min, size_t npages_want) {
   MutexGuard guard(ec.mtx);
   Edata* e;
   for (;;) {
@@ -416,7 +412,7 @@ Edata* ecache_evict(Pac& pac, Ecache& ec, size_t npages_min, size_t npages_want)
   return e;
 }
 
-void dalloc_wrapper(Pac& pac, Edata* e) {
+void dalloc_wrapper(PacCore& pac, Edata* e) {
   if (!pac.ehooks.dalloc_will_fail(pac.retain())) {
     // Deregister first so no other thread can find the range while it is being unmapped.
     deregister_impl(e);
@@ -442,19 +438,19 @@ void dalloc_wrapper(Pac& pac, Edata* e) {
   record(pac, pac.ecache_retained, e);
 }
 
-void destroy_wrapper(Pac& pac, Edata* e) {
+void destroy_wrapper(PacCore& pac, Edata* e) {
   pac.ehooks.destroy(e->base(), e->size, e->committed);
   pac.edata_cache.put(e);
 }
 
-bool purge_lazy_wrapper(Pac& pac, Edata* e, size_t offset, size_t length) {
+bool purge_lazy_wrapper(PacCore& pac, Edata* e, size_t offset, size_t length) {
   return pac.ehooks.purge_lazy(e->base(), e->size, offset, length);
 }
 
-Edata* split_wrapper(Pac& pac, Edata* e, size_t size_a, size_t size_b) {
+Edata* split_wrapper(PacCore& pac, Edata* e, size_t size_a, size_t size_b) {
   return split_impl(pac, e, size_a, size_b);
 }
 
-bool merge_wrapper(Pac& pac, Edata* a, Edata* b) { return merge_impl(pac, a, b); }
+bool merge_wrapper(PacCore& pac, Edata* a, Edata* b) { return merge_impl(pac, a, b); }
 
 }  // namespace je::extent

@@ -9,10 +9,10 @@
 //     (coalesce_bound: about `size << lg_extent_max_active_fit`, worked out from the eset's
 //     bins), nor, when oversize extents are purged inline, into one at or above the oversize
 //     threshold. A neighbour claimed but refused for size is released unchanged. Switchable
-//     per Pac (opt.bounded_coalesce) to reproduce jemalloc 5.3's unbounded behaviour.
+//     per Pac (opt.bounded_coalesce, arena.<i>.bounded_coalesce) to reproduce jemalloc 5.3's unbounded behaviour.
 // Eviction (decay/purge) coalesces the LRU extent with no reuse bound; with the bound on, only
 // up to the amount the purge wants, and the merged extent never goes back into the dirty cache.
-// Layer: extent. Callers: pac (and unit tests).
+// Layer: extent. Callers: pac, which hands them its PacCore (and unit tests).
 // Concurrency: see pac.h. Functions taking an Ecache lock it themselves; the caller holds
 // nothing except where stated (grow_mtx for retained recycling is taken inside).
 // jemalloc mapping: src/extent.c (extent_record, extent_try_coalesce_impl with the max_size
@@ -27,7 +27,7 @@
 
 namespace je {
 
-class Pac;
+class PacCore;
 class Ecache;
 
 namespace extent {
@@ -42,17 +42,17 @@ size_t coalesce_bound(size_t size, unsigned lg_max_fit);
 /// Take an extent of `size` bytes aligned to `alignment` from `ecache` (dirty or muzzy), or,
 /// with `expand`, the free extent right after `expand` (for in-place growth). nullptr if none.
 /// Dirty reuse honours the lg_max_fit bound unless `bounded` is false.
-Edata* ecache_alloc(Pac& pac, Ecache& ecache, Edata* expand, size_t size, size_t alignment,
+Edata* ecache_alloc(PacCore& pac, Ecache& ecache, Edata* expand, size_t size, size_t alignment,
                     bool zero, bool bounded = true);
 /// Take from the retained ecache, else grow new address space (retain) or map it (no retain).
 /// *fresh reports that the extent comes from a new mapping.
-Edata* ecache_alloc_grow(Pac& pac, Edata* expand, size_t size, size_t alignment, bool zero,
+Edata* ecache_alloc_grow(PacCore& pac, Edata* expand, size_t size, size_t alignment, bool zero,
                          bool* fresh);
 /// Remove and return (active, owned, unsplit) the free extent of at least `min_size` bytes an
 /// allocation of that size would pick, or nullptr (opt.purge_on_grow's victims).
 Edata* ecache_take(Ecache& ecache, size_t min_size);
 /// Record a free (owned, registered) extent into `ecache`, coalescing per the ecache's regime.
-void ecache_dalloc(Pac& pac, Ecache& ecache, Edata* e);
+void ecache_dalloc(PacCore& pac, Ecache& ecache, Edata* e);
 /// Remove and return the least recently inserted extent if the ecache holds more than
 /// `npages_min` pages. In the dirty ecache the victim first absorbs its free neighbours (the
 /// delayed coalescing; no reuse bound): with the coalescing bound on, until it reaches
@@ -60,21 +60,21 @@ void ecache_dalloc(Pac& pac, Ecache& ecache, Edata* e);
 /// off (5.3.0), without limit, and a merged extent goes back to the LRU tail while the search
 /// starts over. Dirty/muzzy victims come back active; retained victims come back
 /// deregistered. nullptr if nothing to evict.
-Edata* ecache_evict(Pac& pac, Ecache& ecache, size_t npages_min,
+Edata* ecache_evict(PacCore& pac, Ecache& ecache, size_t npages_min,
                     size_t npages_want = SIZE_MAX);
 
 /// Hand an owned extent to the OS: unmap it if the hooks allow, else decommit or purge it and
 /// record it as retained.
-void dalloc_wrapper(Pac& pac, Edata* e);
+void dalloc_wrapper(PacCore& pac, Edata* e);
 /// Destroy a deregistered extent (arena destroy): hooks' destroy, descriptor recycled.
-void destroy_wrapper(Pac& pac, Edata* e);
+void destroy_wrapper(PacCore& pac, Edata* e);
 /// MADV_FREE-style purge of part of an owned extent. True on success.
-bool purge_lazy_wrapper(Pac& pac, Edata* e, size_t offset, size_t length);
+bool purge_lazy_wrapper(PacCore& pac, Edata* e, size_t offset, size_t length);
 /// Split an owned extent into [0, size_a) (keeps `e`) and the returned trail. nullptr on
 /// failure (metadata OOM or hooks refusal), `e` unchanged.
-Edata* split_wrapper(Pac& pac, Edata* e, size_t size_a, size_t size_b);
+Edata* split_wrapper(PacCore& pac, Edata* e, size_t size_a, size_t size_b);
 /// Merge the owned, adjacent extent `b` into `a`. False on hooks refusal (both unchanged).
-bool merge_wrapper(Pac& pac, Edata* a, Edata* b);
+bool merge_wrapper(PacCore& pac, Edata* a, Edata* b);
 
 }  // namespace extent
 }  // namespace je

@@ -15,52 +15,55 @@ constexpr unsigned kLgPage = config::kLgPage;
 
 bool Pac::init(const PacOptions& o) {
   if (!Decay::ms_valid(o.dirty_decay_ms) || !Decay::ms_valid(o.muzzy_decay_ms)) return false;
-  ind_ = o.ind;
-  base = o.base;
-  retain_ = o.retain;
-  lg_max_fit_ = o.lg_max_fit;
+  core_.ind_ = o.ind;
+  core_.base = o.base;
+  core_.retain_ = o.retain;
+  core_.lg_max_fit_ = o.lg_max_fit;
   reuse_before_grow_ = o.reuse_before_grow;
   purge_on_grow_ = o.purge_on_grow;
   decay_hold_peak_ = o.decay_hold_peak;
   peak_epoch_ns_ = o.now_ns;
-  bounded_coalesce_.store(o.bounded_coalesce, std::memory_order_relaxed);
-  oversize_threshold_.store(o.oversize_threshold, std::memory_order_relaxed);
-  ecache_dirty.init(ExtentState::kDirty, o.ind, /*delay=*/true);
-  ecache_muzzy.init(ExtentState::kMuzzy, o.ind, /*delay=*/false);
-  ecache_retained.init(ExtentState::kRetained, o.ind, /*delay=*/false);
-  ecache_dirty.eset.set_best_fit(o.best_fit);
-  ecache_muzzy.eset.set_best_fit(o.best_fit);
-  ecache_retained.eset.set_best_fit(o.best_fit);
-  edata_cache.init(o.base);
-  ehooks.init(o.ind, o.hooks != nullptr ? o.hooks : const_cast<extent_hooks_t*>(&kDefaultExtentHooks));
-  exp_grow.next = sz::psz2ind(config::kHugepage);
-  exp_grow.limit = sz::psz2ind(sc::kLargeMaxClass);
+  core_.bounded_coalesce_.store(o.bounded_coalesce, std::memory_order_relaxed);
+  core_.oversize_threshold_.store(o.oversize_threshold, std::memory_order_relaxed);
+  core_.ecache_dirty.init(ExtentState::kDirty, o.ind, /*delay=*/true);
+  core_.ecache_muzzy.init(ExtentState::kMuzzy, o.ind, /*delay=*/false);
+  core_.ecache_retained.init(ExtentState::kRetained, o.ind, /*delay=*/false);
+  core_.ecache_dirty.eset.set_best_fit(o.best_fit);
+  core_.ecache_muzzy.eset.set_best_fit(o.best_fit);
+  core_.ecache_retained.eset.set_best_fit(o.best_fit);
+  core_.edata_cache.init(o.base);
+  core_.ehooks.init(o.ind, o.hooks != nullptr ? o.hooks : const_cast<extent_hooks_t*>(&kDefaultExtentHooks));
+  core_.exp_grow.next = sz::psz2ind(config::kHugepage);
+  core_.exp_grow.limit = sz::psz2ind(sc::kLargeMaxClass);
   decay_dirty_.decay.init(o.now_ns, o.dirty_decay_ms);
   decay_muzzy_.decay.init(o.now_ns, o.muzzy_decay_ms);
+  update_may_force_decay();
   return true;
 }
 
-void Pac::count_alloc(PacSource src, size_t size) {
-  unsigned i = static_cast<unsigned>(src);
-  stats.alloc_count[i].fetch_add(1, std::memory_order_relaxed);
-  stats.alloc_pages[i].fetch_add(size >> kLgPage, std::memory_order_relaxed);
+void Pac::update_may_force_decay() {
+  core_.may_force_decay_.store(
+      decay_ms_get(ExtentState::kDirty) != -1 && decay_ms_get(ExtentState::kMuzzy) != -1,
+      std::memory_order_relaxed);
 }
+
+void Pac::count_alloc(PacSource src, size_t size) { core_.counters.add_alloc(src, size >> kLgPage); }
 
 Edata* Pac::take_cached(size_t size, size_t alignment, bool zero, PacSource* src) {
   *src = PacSource::kDirty;
-  Edata* e = extent::ecache_alloc(*this, ecache_dirty, nullptr, size, alignment, zero);
+  Edata* e = extent::ecache_alloc(core_, core_.ecache_dirty, nullptr, size, alignment, zero);
   if (e == nullptr && may_have_muzzy()) {
     *src = PacSource::kMuzzy;
-    e = extent::ecache_alloc(*this, ecache_muzzy, nullptr, size, alignment, zero);
+    e = extent::ecache_alloc(core_, core_.ecache_muzzy, nullptr, size, alignment, zero);
   }
   // Ours (opt.reuse_before_grow): the lg_max_fit bound keeps big dirty extents whole for big
   // requests, but when the alternative is retained or new memory -- a page fault per page and
   // more RSS while the big extent sits resident and unused -- splitting it is the better deal.
   // The unlocked page count only skips a search that cannot succeed.
-  if (e == nullptr && reuse_before_grow_ && lg_max_fit_ < Eset::kUnboundedFit &&
-      ecache_dirty.npages() >= (size >> kLgPage)) {
+  if (e == nullptr && reuse_before_grow_ && lg_max_fit() < Eset::kUnboundedFit &&
+      core_.ecache_dirty.npages() >= (size >> kLgPage)) {
     *src = PacSource::kDirty;
-    e = extent::ecache_alloc(*this, ecache_dirty, nullptr, size, alignment, zero,
+    e = extent::ecache_alloc(core_, core_.ecache_dirty, nullptr, size, alignment, zero,
                              /*bounded=*/false);
   }
   return e;
@@ -77,9 +80,9 @@ Edata* Pac::alloc(size_t size, size_t alignment, bool zero, bool may_grow) {
 
 Edata* Pac::grow(size_t size, size_t alignment, bool zero) {
   bool fresh;
-  Edata* e = extent::ecache_alloc_grow(*this, nullptr, size, alignment, zero, &fresh);
+  Edata* e = extent::ecache_alloc_grow(core_, nullptr, size, alignment, zero, &fresh);
   if (e == nullptr) return nullptr;
-  stats.mapped.fetch_add(size, std::memory_order_relaxed);
+  core_.mapped.fetch_add(size, std::memory_order_relaxed);
   note_active_grown(size >> kLgPage);
   count_alloc(fresh ? PacSource::kFresh : PacSource::kRetained, size);
   if (purge_on_grow_) purge_for_growth(size >> kLgPage);
@@ -96,7 +99,7 @@ Edata* Pac::grow(size_t size, size_t alignment, bool zero) {
 // it forward through the same pipeline (counted in the dirty decay stats).
 void Pac::purge_for_growth(size_t npages) {
   if (decay_ms_get(ExtentState::kDirty) <= 0) return;  // -1: never purge; 0: nothing dirty
-  const size_t ndirty = ecache_dirty.npages();
+  const size_t ndirty = core_.ecache_dirty.npages();
   size_t keep = nactive() / kGrowPurgeActiveDiv;
   if (keep < kGrowPurgeMinKeepPages) keep = kGrowPurgeMinKeepPages;
   if (ndirty <= keep + kGrowPurgeMinPages) return;
@@ -112,7 +115,7 @@ void Pac::purge_for_growth(size_t npages) {
   EdataList stash;
   size_t nstashed = 0;
   while (nstashed < want) {
-    Edata* e = extent::ecache_take(ecache_dirty, kGrowPurgeMinPages << kLgPage);
+    Edata* e = extent::ecache_take(core_.ecache_dirty, kGrowPurgeMinPages << kLgPage);
     if (e == nullptr) break;
     stash.push_back(e);
     nstashed += e->npages();
@@ -170,38 +173,38 @@ uint64_t Pac::hold_ns_until_rotation_locked(uint64_t now_ns, int64_t ms) const {
 }
 
 bool Pac::expand(Edata* e, size_t old_size, size_t new_size, bool zero) {
-  if (ehooks.merge_will_fail()) return false;
+  if (core_.ehooks.merge_will_fail()) return false;
   size_t amount = new_size - old_size;
   size_t mapped_add = 0;
   PacSource src = PacSource::kDirty;
-  Edata* trail = extent::ecache_alloc(*this, ecache_dirty, e, amount, kPage, zero);
+  Edata* trail = extent::ecache_alloc(core_, core_.ecache_dirty, e, amount, kPage, zero);
   if (trail == nullptr) {
     src = PacSource::kMuzzy;
-    trail = extent::ecache_alloc(*this, ecache_muzzy, e, amount, kPage, zero);
+    trail = extent::ecache_alloc(core_, core_.ecache_muzzy, e, amount, kPage, zero);
   }
   if (trail == nullptr) {
     bool fresh;
-    trail = extent::ecache_alloc_grow(*this, e, amount, kPage, zero, &fresh);
+    trail = extent::ecache_alloc_grow(core_, e, amount, kPage, zero, &fresh);
     if (trail == nullptr) return false;
     src = fresh ? PacSource::kFresh : PacSource::kRetained;
     mapped_add = amount;
   }
-  if (!extent::merge_wrapper(*this, e, trail)) {
-    extent::dalloc_wrapper(*this, trail);
+  if (!extent::merge_wrapper(core_, e, trail)) {
+    extent::dalloc_wrapper(core_, trail);
     return false;
   }
-  stats.mapped.fetch_add(mapped_add, std::memory_order_relaxed);
+  core_.mapped.fetch_add(mapped_add, std::memory_order_relaxed);
   note_active_grown(amount >> kLgPage);
   count_alloc(src, amount);
   return true;
 }
 
 bool Pac::shrink(Edata* e, size_t old_size, size_t new_size) {
-  if (ehooks.split_will_fail()) return false;
-  Edata* trail = extent::split_wrapper(*this, e, new_size, old_size - new_size);
+  if (core_.ehooks.split_will_fail()) return false;
+  Edata* trail = extent::split_wrapper(core_, e, new_size, old_size - new_size);
   if (trail == nullptr) return false;
   nactive_.fetch_sub((old_size - new_size) >> kLgPage, std::memory_order_relaxed);
-  extent::ecache_dalloc(*this, ecache_dirty, trail);
+  extent::ecache_dalloc(core_, core_.ecache_dirty, trail);
   return true;
 }
 
@@ -211,7 +214,7 @@ void Pac::dalloc(Edata* e) {
   }
   g_emap.remap(e, sc::kNSizes, /*slab=*/false);
   nactive_.fetch_sub(e->npages(), std::memory_order_relaxed);
-  extent::ecache_dalloc(*this, ecache_dirty, e);
+  extent::ecache_dalloc(core_, core_.ecache_dirty, e);
 }
 
 int64_t Pac::decay_ms_get(ExtentState which) const { return pipeline(which).decay.ms(); }
@@ -223,6 +226,7 @@ bool Pac::decay_ms_set(ExtentState which, int64_t ms, uint64_t now_ns) {
   // Restart the backlog: decay time changes are rare (configuration), and mapping the old
   // backlog onto a new window is not worth its complexity.
   p.decay.init(now_ns, ms);
+  update_may_force_decay();
   if (which == ExtentState::kDirty) peak_epoch_ns_ = now_ns;  // the hold restarts with it
   bool advanced;
   maybe_decay_purge_locked(which, now_ns, Eagerness::kOnEpochAdvance, &advanced);
@@ -303,7 +307,7 @@ void Pac::decay_to_limit(ExtentState which, bool fully, size_t npages_limit, siz
   size_t nstashed = 0;
   Ecache& ec = ecache_of(which);
   while (nstashed < npages_max) {
-    Edata* e = extent::ecache_evict(*this, ec, npages_limit, npages_max - nstashed);
+    Edata* e = extent::ecache_evict(core_, ec, npages_limit, npages_max - nstashed);
     if (e == nullptr) break;
     stash.push_back(e);
     nstashed += e->npages();
@@ -325,74 +329,114 @@ size_t Pac::decay_stashed(ExtentState which, bool fully, EdataList* stash) {
     nmadvise++;
     npurged += npages;
     if (which == ExtentState::kDirty && try_muzzy &&
-        extent::purge_lazy_wrapper(*this, e, 0, e->size)) {
-      extent::ecache_dalloc(*this, ecache_muzzy, e);
+        extent::purge_lazy_wrapper(core_, e, 0, e->size)) {
+      extent::ecache_dalloc(core_, core_.ecache_muzzy, e);
       continue;
     }
-    extent::dalloc_wrapper(*this, e);
+    extent::dalloc_wrapper(core_, e);
     nunmapped += npages;
   }
-  PacDecayStats& ds = decay_stats(which);
-  ds.npurge.fetch_add(1, std::memory_order_relaxed);
-  ds.nmadvise.fetch_add(nmadvise, std::memory_order_relaxed);
-  ds.purged.fetch_add(npurged, std::memory_order_relaxed);
-  stats.mapped.fetch_sub(nunmapped << kLgPage, std::memory_order_relaxed);
+  bool dirty = which == ExtentState::kDirty;
+  core_.counters.add_decay(dirty, PacDecayCounter::kNpurge, 1);
+  core_.counters.add_decay(dirty, PacDecayCounter::kNmadvise, nmadvise);
+  core_.counters.add_decay(dirty, PacDecayCounter::kPurged, npurged);
+  core_.mapped.fetch_sub(nunmapped << kLgPage, std::memory_order_relaxed);
   return npurged;
 }
 
 void Pac::destroy_retained() {
-  while (Edata* e = extent::ecache_evict(*this, ecache_retained, 0)) {
-    extent::destroy_wrapper(*this, e);
+  while (Edata* e = extent::ecache_evict(core_, core_.ecache_retained, 0)) {
+    extent::destroy_wrapper(core_, e);
   }
 }
 
 bool Pac::set_retain_grow_limit(size_t limit, size_t* old_limit) {
   pszind_t ind = sz::psz2ind(limit + 1) - 1;
   if (ind >= sc::kNPSizes) return false;
-  MutexGuard guard(grow_mtx);
-  if (old_limit != nullptr) *old_limit = sz::pind2sz(exp_grow.limit);
-  exp_grow.limit = ind;
+  MutexGuard guard(core_.grow_mtx);
+  if (old_limit != nullptr) *old_limit = sz::pind2sz(core_.exp_grow.limit);
+  core_.exp_grow.limit = ind;
   return true;
 }
 
-MutexStats Pac::decay_mutex_stats(ExtentState which) {
-  Mutex& m = pipeline(which).mtx;
+size_t Pac::retain_grow_limit() {
+  MutexGuard guard(core_.grow_mtx);
+  return sz::pind2sz(core_.exp_grow.limit);
+}
+
+namespace {
+MutexStats read_mutex(Mutex& m) {
   MutexGuard g(m);
   return m.stats();
 }
-
-void Pac::reset_decay_mutex_stats(ExtentState which) {
-  Mutex& m = pipeline(which).mtx;
+void reset_mutex(Mutex& m) {
   MutexGuard g(m);
   m.reset_stats();
 }
+}  // namespace
 
-void Pac::prefork_grow() { grow_mtx.prefork(); }
+void Pac::read_stats(PacStatsSnap* out) {
+  out->dirty_decay_ms = decay_ms_get(ExtentState::kDirty);
+  out->muzzy_decay_ms = decay_ms_get(ExtentState::kMuzzy);
+  out->nactive = nactive();
+  out->ndirty = ndirty();
+  out->nmuzzy = nmuzzy();
+  out->nretained = nretained();
+  out->mapped = mapped();
+  out->abandoned_vm = core_.abandoned_vm.load(std::memory_order_relaxed);
+  out->extent_avail = core_.edata_cache.available();
+  core_.counters.read(out->counters);
+  out->mutexes[kPacMtxExtentAvail] = core_.edata_cache.mutex_stats();
+  out->mutexes[kPacMtxExtentsDirty] = read_mutex(core_.ecache_dirty.mtx);
+  out->mutexes[kPacMtxExtentsMuzzy] = read_mutex(core_.ecache_muzzy.mtx);
+  out->mutexes[kPacMtxExtentsRetained] = read_mutex(core_.ecache_retained.mtx);
+  out->mutexes[kPacMtxDecayDirty] = read_mutex(decay_dirty_.mtx);
+  out->mutexes[kPacMtxDecayMuzzy] = read_mutex(decay_muzzy_.mtx);
+  for (pszind_t j = 0; j < sc::kNPSizes; j++) {
+    PacExtentStats& e = out->extents[j];
+    e.ndirty = core_.ecache_dirty.eset.nextents(j);
+    e.nmuzzy = core_.ecache_muzzy.eset.nextents(j);
+    e.nretained = core_.ecache_retained.eset.nextents(j);
+    e.dirty_bytes = core_.ecache_dirty.eset.nbytes(j);
+    e.muzzy_bytes = core_.ecache_muzzy.eset.nbytes(j);
+    e.retained_bytes = core_.ecache_retained.eset.nbytes(j);
+  }
+}
+
+void Pac::reset_mutex_stats() {
+  core_.edata_cache.reset_mutex_stats();
+  for (Mutex* m : {&core_.ecache_dirty.mtx, &core_.ecache_muzzy.mtx, &core_.ecache_retained.mtx,
+                   &decay_dirty_.mtx, &decay_muzzy_.mtx}) {
+    reset_mutex(*m);
+  }
+}
+
+void Pac::prefork_grow() { core_.grow_mtx.prefork(); }
 void Pac::prefork_decay() {
   decay_dirty_.mtx.prefork();
   decay_muzzy_.mtx.prefork();
 }
 void Pac::prefork_ecaches() {
-  ecache_dirty.mtx.prefork();
-  ecache_muzzy.mtx.prefork();
-  ecache_retained.mtx.prefork();
-  edata_cache.prefork();
+  core_.ecache_dirty.mtx.prefork();
+  core_.ecache_muzzy.mtx.prefork();
+  core_.ecache_retained.mtx.prefork();
+  core_.edata_cache.prefork();
 }
 void Pac::postfork_parent() {
-  edata_cache.postfork_parent();
-  ecache_retained.mtx.postfork_parent();
-  ecache_muzzy.mtx.postfork_parent();
-  ecache_dirty.mtx.postfork_parent();
-  grow_mtx.postfork_parent();
+  core_.edata_cache.postfork_parent();
+  core_.ecache_retained.mtx.postfork_parent();
+  core_.ecache_muzzy.mtx.postfork_parent();
+  core_.ecache_dirty.mtx.postfork_parent();
+  core_.grow_mtx.postfork_parent();
   decay_muzzy_.mtx.postfork_parent();
   decay_dirty_.mtx.postfork_parent();
 }
 void Pac::postfork_child() {
-  edata_cache.postfork_child();
-  ecache_retained.mtx.postfork_child();
-  ecache_muzzy.mtx.postfork_child();
-  ecache_dirty.mtx.postfork_child();
-  grow_mtx.postfork_child();
+  core_.edata_cache.postfork_child();
+  core_.ecache_retained.mtx.postfork_child();
+  core_.ecache_muzzy.mtx.postfork_child();
+  core_.ecache_dirty.mtx.postfork_child();
+  core_.grow_mtx.postfork_child();
   decay_muzzy_.mtx.postfork_child();
   decay_dirty_.mtx.postfork_child();
 }

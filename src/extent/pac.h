@@ -7,7 +7,11 @@
 // address space) and finally new address space grown in a geometric series; growth then purges
 // as many idle dirty pages (ours, opt.purge_on_grow). Frees go to the dirty ecache; decay moves pages on to muzzy
 // or retained. This is where the project's coalescing bound lives (extent.cc, record path).
-// Layer: extent. Callers: arena (alloc/dalloc/expand/shrink, decay ticks, purge), ctl (stats).
+// State: the structures the extent algorithms work on (ecaches, descriptors, hooks, growth,
+// counters) form a PacCore, which Pac keeps private and hands to extent.cc's functions; the
+// decay pipelines and the hold are Pac's own. Statistics leave through read_stats only
+// (pac_stats.h has the counter table).
+// Layer: extent. Callers: arena (alloc/dalloc/expand/shrink, decay ticks, purge, read_stats).
 // Concurrency: ecache mutexes (kEcache), `grow_mtx` (kExtentGrow, held around recycling from
 // retained and growing), one decay mutex per decaying ecache (kDecay; held only to advance the
 // epoch -- purging itself runs unlocked, serialized by Decay::purging), the edata cache
@@ -27,34 +31,11 @@
 #include "extent/ecache.h"
 #include "extent/edata_cache.h"
 #include "extent/ehooks.h"
+#include "extent/pac_stats.h"
 #include "meta/base.h"
 #include "support/mutex.h"
 
 namespace je {
-
-/// Counters of one decay (purge) pipeline.
-struct PacDecayStats {
-  std::atomic<uint64_t> npurge{0};    // purge runs
-  std::atomic<uint64_t> nmadvise{0};  // madvise calls (one per purged extent)
-  std::atomic<uint64_t> purged{0};    // pages purged
-};
-
-/// Where an allocation's pages came from; the last two cost a page fault per touched page.
-enum class PacSource : uint8_t { kDirty = 0, kMuzzy = 1, kRetained = 2, kFresh = 3 };
-inline constexpr unsigned kPacNSources = 4;
-
-struct PacStats {
-  PacDecayStats decay_dirty;
-  PacDecayStats decay_muzzy;
-  std::atomic<size_t> mapped{0};        // bytes: active + dirty + muzzy
-  std::atomic<size_t> abandoned_vm{0};  // bytes leaked after a failed split (OOM only)
-  // Beyond jemalloc: the dirty path made observable.
-  std::atomic<uint64_t> dirty_merges{0};          // eager merges when recording into dirty
-  std::atomic<uint64_t> dirty_merges_refused{0};  // merges refused by the coalescing bound
-  std::atomic<uint64_t> evict_merges{0};          // delayed merges done at eviction time
-  std::atomic<uint64_t> alloc_count[kPacNSources] = {};  // extents served per source
-  std::atomic<uint64_t> alloc_pages[kPacNSources] = {};  // pages served per source
-};
 
 /// Construction-time settings (opt.* values for automatic arenas, or per-arena overrides).
 struct PacOptions {
@@ -79,6 +60,45 @@ struct PacOptions {
 struct ExpGrow {
   pszind_t next = 0;
   pszind_t limit = 0;
+};
+
+/// The state the extent algorithms (extent.cc) work on: the three ecaches, descriptors, hooks,
+/// growth, counters, and the settings they read. Pac owns one privately and hands it to
+/// extent.cc's functions; nothing else holds it (unit tests through PacTestAccess).
+class PacCore {
+ public:
+  Ecache ecache_dirty;
+  Ecache ecache_muzzy;
+  Ecache ecache_retained;
+  EdataCache edata_cache;
+  Ehooks ehooks;
+  Base* base = nullptr;
+  Mutex grow_mtx{LockRank::kExtentGrow, "extent_grow"};
+  ExpGrow exp_grow;  // grow_mtx
+  PacCounters counters;
+  std::atomic<size_t> mapped{0};        // bytes: active + dirty + muzzy
+  std::atomic<size_t> abandoned_vm{0};  // bytes leaked after a failed split (OOM only)
+
+  unsigned ind() const { return ind_; }
+  bool retain() const { return retain_; }
+  unsigned lg_max_fit() const { return lg_max_fit_; }
+  bool bounded_coalesce() const { return bounded_coalesce_.load(std::memory_order_relaxed); }
+  size_t oversize_threshold() const { return oversize_threshold_.load(std::memory_order_relaxed); }
+  /// Whether freeing may purge an oversize extent inline: neither decay time is -1 (5.3.0's
+  /// extent_may_force_decay). Kept by Pac on every decay-time change.
+  bool may_force_decay() const { return may_force_decay_.load(std::memory_order_relaxed); }
+  /// Serial number for a new mapping.
+  uint64_t next_sn() { return sn_next_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  friend class Pac;
+  unsigned ind_ = 0;
+  bool retain_ = true;
+  unsigned lg_max_fit_ = 6;
+  std::atomic<bool> bounded_coalesce_{true};
+  std::atomic<bool> may_force_decay_{true};
+  std::atomic<size_t> oversize_threshold_{0};
+  std::atomic<uint64_t> sn_next_{0};
 };
 
 class Pac {
@@ -118,47 +138,46 @@ class Pac {
   /// Destroy everything retained (arena destroy); the address space goes back to the OS.
   void destroy_retained();
 
-  /// Counters of the dirty or muzzy decay mutex (stats.arenas.<i>.mutexes.decay_dirty /
-  /// decay_muzzy), read under it; reset_decay_mutex_stats zeroes them (stats.mutexes.reset).
-  MutexStats decay_mutex_stats(ExtentState which);
-  void reset_decay_mutex_stats(ExtentState which);
-
   size_t nactive() const { return nactive_.load(std::memory_order_relaxed); }
-  size_t ndirty() const { return ecache_dirty.npages(); }
-  size_t nmuzzy() const { return ecache_muzzy.npages(); }
-  size_t nretained() const { return ecache_retained.npages(); }
+  size_t ndirty() const { return core_.ecache_dirty.npages(); }
+  size_t nmuzzy() const { return core_.ecache_muzzy.npages(); }
+  size_t nretained() const { return core_.ecache_retained.npages(); }
+  /// Bytes of active + dirty + muzzy pages (part of stats.mapped).
+  size_t mapped() const { return core_.mapped.load(std::memory_order_relaxed); }
+  uint64_t counter(PacCounter c) const { return core_.counters.get(c); }
+  /// Everything this Pac reports (stats.arenas.<i>.*), taking each ecache and decay mutex once.
+  void read_stats(PacStatsSnap* out);
+  /// Zero the counters of every mutex read_stats reports (stats.mutexes.reset).
+  void reset_mutex_stats();
 
   /// The coalescing bound (opt.bounded_coalesce, ours arena.<i>.bounded_coalesce). Each free
   /// and each eviction reads it once, so a switch takes effect with the next one.
-  void set_bounded_coalesce(bool on) { bounded_coalesce_.store(on, std::memory_order_relaxed); }
-  bool bounded_coalesce() const { return bounded_coalesce_.load(std::memory_order_relaxed); }
-  unsigned lg_max_fit() const { return lg_max_fit_; }
+  void set_bounded_coalesce(bool on) {
+    core_.bounded_coalesce_.store(on, std::memory_order_relaxed);
+  }
+  bool bounded_coalesce() const { return core_.bounded_coalesce(); }
+  unsigned lg_max_fit() const { return core_.lg_max_fit(); }
   bool reuse_before_grow() const { return reuse_before_grow_; }
-  bool retain() const { return retain_; }
-  size_t oversize_threshold() const { return oversize_threshold_.load(std::memory_order_relaxed); }
-  void set_oversize_threshold(size_t v) { oversize_threshold_.store(v, std::memory_order_relaxed); }
+  bool retain() const { return core_.retain(); }
+  size_t oversize_threshold() const { return core_.oversize_threshold(); }
+  void set_oversize_threshold(size_t v) {
+    core_.oversize_threshold_.store(v, std::memory_order_relaxed);
+  }
   /// Cap the retained growth series (arena.<i>.retain_grow_limit); false if below one page.
   bool set_retain_grow_limit(size_t limit, size_t* old_limit);
-  unsigned ind() const { return ind_; }
-  /// Serial number for a new mapping.
-  uint64_t next_sn() { return sn_next_.fetch_add(1, std::memory_order_relaxed); }
+  /// The growth series' cap as a size (arena.<i>.retain_grow_limit read).
+  size_t retain_grow_limit();
+  /// The extent hooks in use (arena.<i>.extent_hooks); exchange installs new ones.
+  extent_hooks_t* hooks() const { return core_.ehooks.get(); }
+  extent_hooks_t* exchange_hooks(extent_hooks_t* h) { return core_.ehooks.exchange(h); }
+  bool default_hooks() const { return core_.ehooks.is_default(); }
+  unsigned ind() const { return core_.ind(); }
 
   void prefork_grow();
   void prefork_decay();
   void prefork_ecaches();
   void postfork_parent();
   void postfork_child();
-
-  // The state below is used directly by extent.cc, the algorithms over these structures.
-  Ecache ecache_dirty;
-  Ecache ecache_muzzy;
-  Ecache ecache_retained;
-  EdataCache edata_cache;
-  Ehooks ehooks;
-  Base* base = nullptr;
-  Mutex grow_mtx{LockRank::kExtentGrow, "extent_grow"};
-  ExpGrow exp_grow;
-  PacStats stats;
 
  private:
   struct DecayPipeline {
@@ -172,11 +191,10 @@ class Pac {
     return which == ExtentState::kDirty ? decay_dirty_ : decay_muzzy_;
   }
   Ecache& ecache_of(ExtentState which) {
-    return which == ExtentState::kDirty ? ecache_dirty : ecache_muzzy;
+    return which == ExtentState::kDirty ? core_.ecache_dirty : core_.ecache_muzzy;
   }
-  PacDecayStats& decay_stats(ExtentState which) {
-    return which == ExtentState::kDirty ? stats.decay_dirty : stats.decay_muzzy;
-  }
+  /// Keeps core_.may_force_decay in step with the decay times.
+  void update_may_force_decay();
   bool may_have_muzzy() const { return decay_ms_get(ExtentState::kMuzzy) != 0; }
   void maybe_decay_purge_locked(ExtentState which, uint64_t now_ns, Eagerness eagerness,
                                 bool* epoch_advanced);
@@ -203,13 +221,10 @@ class Pac {
   static constexpr size_t kGrowPurgeMinKeepPages = (size_t{1} << 20) >> config::kLgPage;
   static constexpr size_t kGrowPurgeActiveDiv = 32;
 
+  PacCore core_;
   DecayPipeline decay_dirty_;
   DecayPipeline decay_muzzy_;
   std::atomic<size_t> nactive_{0};
-  std::atomic<size_t> oversize_threshold_{0};
-  std::atomic<uint64_t> sn_next_{0};
-  std::atomic<bool> bounded_coalesce_{true};
-  unsigned lg_max_fit_ = 6;
   bool reuse_before_grow_ = true;
   bool purge_on_grow_ = false;
   // opt.decay_hold_peak. peak_cur_ is raised by allocating threads (no lock); peak_prev_ and
@@ -218,8 +233,6 @@ class Pac {
   std::atomic<size_t> peak_cur_{0};
   size_t peak_prev_ = 0;
   uint64_t peak_epoch_ns_ = 0;
-  bool retain_ = true;
-  unsigned ind_ = 0;
 
   friend class PacTestAccess;
 };

@@ -150,10 +150,10 @@ Arena* tsd_arena(Tsd& tsd) {
       tsd_set_arena(tsd, cur);
     }
     if (cur->ind() < arenas_percpu_limit() &&
-        cur->last_thd.load(std::memory_order_relaxed) != &tsd) {
+        cur->last_thread() != &tsd) {
       Arena* a = arena_percpu();
       if (a != nullptr && a != cur) tsd_set_arena(tsd, a);
-      tsd.arena->last_thd.store(&tsd, std::memory_order_relaxed);
+      tsd.arena->set_last_thread(&tsd);
     }
     return tsd.arena;
   }

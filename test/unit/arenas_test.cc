@@ -43,15 +43,15 @@ class ArenasTeardown : public ::testing::Test {
     EXPECT_NE(a, nullptr);
     if (a == nullptr) return nullptr;
     uint64_t now = nstime_now_ns();
-    EXPECT_TRUE(a->pac.decay_ms_set(ExtentState::kDirty, -1, now));
-    EXPECT_TRUE(a->pac.decay_ms_set(ExtentState::kMuzzy, -1, now));
+    EXPECT_TRUE(a->set_decay_ms(ExtentState::kDirty, -1, now));
+    EXPECT_TRUE(a->set_decay_ms(ExtentState::kMuzzy, -1, now));
     return a;
   }
 
   /// Allocates and frees n large extents of `a`, leaving their pages dirty.
   static void make_dirty(Arena* a, int n) {
     je::make_dirty(a, n, kLarge);
-    ASSERT_GT(a->pac.ndirty(), 0u);
+    ASSERT_GT(a->ndirty(), 0u);
   }
 };
 
@@ -59,11 +59,11 @@ TEST_F(ArenasTeardown, DesertedArenaIsPurgedEntirely) {
   Arena* a = arena_never_decaying();
   ASSERT_NE(a, nullptr);
   make_dirty(a, 8);
-  uint64_t npurge = a->pac.stats.decay_dirty.npurge.load();
+  uint64_t npurge = a->counter(PacCounter::dirty_npurge);
   arena_decay_after_cache_teardown(a);
-  EXPECT_EQ(a->pac.ndirty(), 0u);
-  EXPECT_EQ(a->pac.nmuzzy(), 0u);
-  EXPECT_GT(a->pac.stats.decay_dirty.npurge.load(), npurge);
+  EXPECT_EQ(a->ndirty(), 0u);
+  EXPECT_EQ(a->nmuzzy(), 0u);
+  EXPECT_GT(a->counter(PacCounter::dirty_npurge), npurge);
 }
 
 TEST_F(ArenasTeardown, ArenaWithAThreadKeepsItsSchedule) {
@@ -71,23 +71,23 @@ TEST_F(ArenasTeardown, ArenaWithAThreadKeepsItsSchedule) {
   ASSERT_NE(a, nullptr);
   arena_bind(a);
   make_dirty(a, 8);
-  size_t dirty = a->pac.ndirty();
+  size_t dirty = a->ndirty();
   arena_decay_after_cache_teardown(a);
-  EXPECT_EQ(a->pac.ndirty(), dirty);  // a normal step: decay -1 purges nothing
+  EXPECT_EQ(a->ndirty(), dirty);  // a normal step: decay -1 purges nothing
   // The thread leaves: the next teardown finds the arena deserted.
   arena_unbind(a);
   arena_decay_after_cache_teardown(a);
-  EXPECT_EQ(a->pac.ndirty(), 0u);
+  EXPECT_EQ(a->ndirty(), 0u);
 }
 
 TEST_F(ArenasTeardown, BackgroundThreadsKeepTheSchedule) {
   Arena* a = arena_never_decaying();
   ASSERT_NE(a, nullptr);
   make_dirty(a, 8);
-  size_t dirty = a->pac.ndirty();
+  size_t dirty = a->ndirty();
   ASSERT_TRUE(background_thread_set_enabled(true));
   arena_decay_after_cache_teardown(a);
-  EXPECT_EQ(a->pac.ndirty(), dirty);
+  EXPECT_EQ(a->ndirty(), dirty);
   EXPECT_TRUE(background_thread_set_enabled(false));
 }
 
@@ -95,9 +95,9 @@ TEST_F(ArenasTeardown, NoCacheArenaDecaysOnlyArenaZero) {
   Arena* a = arena_never_decaying();
   ASSERT_NE(a, nullptr);
   make_dirty(a, 4);
-  size_t dirty = a->pac.ndirty();
+  size_t dirty = a->ndirty();
   arena_decay_after_cache_teardown(nullptr);
-  EXPECT_EQ(a->pac.ndirty(), dirty);
+  EXPECT_EQ(a->ndirty(), dirty);
 }
 
 TEST_F(ArenasTeardown, HeldArenaIsNotDestroyed) {

@@ -54,7 +54,9 @@ class BackgroundThread : public ::testing::Test {
     EXPECT_TRUE(arena_create_manual(nullptr, &ind));
     Arena* a = arena_get(ind, false);
     EXPECT_NE(a, nullptr);
-    if (a != nullptr) EXPECT_TRUE(a->pac.decay_ms_set(ExtentState::kDirty, dirty_ms, nstime_now_ns()));
+    if (a != nullptr) {
+      EXPECT_TRUE(a->set_decay_ms(ExtentState::kDirty, dirty_ms, nstime_now_ns()));
+    }
     return a;
   }
 
@@ -67,10 +69,10 @@ class BackgroundThread : public ::testing::Test {
   static bool wait_clean(Arena* a, milliseconds limit) {
     auto end = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < end) {
-      if (a->pac.ndirty() == 0) return true;
+      if (a->ndirty() == 0) return true;
       std::this_thread::sleep_for(milliseconds(10));
     }
-    return a->pac.ndirty() == 0;
+    return a->ndirty() == 0;
   }
 };
 
@@ -107,21 +109,21 @@ TEST_F(BackgroundThread, IdleProcessPurgesOnlyWithThreads) {
   Arena* a = arena_with_decay(100);
   ASSERT_NE(a, nullptr);
   make_dirty(a, 16);
-  size_t dirty = a->pac.ndirty();
+  size_t dirty = a->ndirty();
   ASSERT_GT(dirty, 0u);
   std::this_thread::sleep_for(milliseconds(300));
-  EXPECT_EQ(a->pac.ndirty(), dirty);
+  EXPECT_EQ(a->ndirty(), dirty);
 
   // Switched on, the owning thread purges everything within ~T, with no allocation activity.
-  uint64_t purged_before = a->pac.stats.decay_dirty.purged.load();
+  uint64_t purged_before = a->counter(PacCounter::dirty_purged);
   ASSERT_TRUE(background_thread_set_enabled(true));
-  EXPECT_TRUE(wait_clean(a, milliseconds(2000))) << a->pac.ndirty() << " pages left";
-  EXPECT_GE(a->pac.stats.decay_dirty.purged.load() - purged_before, dirty);
+  EXPECT_TRUE(wait_clean(a, milliseconds(2000))) << a->ndirty() << " pages left";
+  EXPECT_GE(a->counter(PacCounter::dirty_purged) - purged_before, dirty);
 
   // Pages freed while the threads run (their owner asleep without a deadline) go too.
   make_dirty(a, 16);
-  EXPECT_GT(a->pac.ndirty(), 0u);
-  EXPECT_TRUE(wait_clean(a, milliseconds(2000))) << a->pac.ndirty() << " pages left";
+  EXPECT_GT(a->ndirty(), 0u);
+  EXPECT_TRUE(wait_clean(a, milliseconds(2000))) << a->ndirty() << " pages left";
 }
 
 TEST_F(BackgroundThread, RunsAreCounted) {
@@ -147,15 +149,15 @@ TEST_F(BackgroundThread, ApplicationTicksDoNotPurge) {
   ASSERT_TRUE(background_thread_set_enabled(true));
   background_thread_pause_arena(a->ind());  // keep the owner away, too
   make_dirty(a, 8);
-  size_t dirty = a->pac.ndirty();
+  size_t dirty = a->ndirty();
   ASSERT_GT(dirty, 0u);
   std::this_thread::sleep_for(milliseconds(20));  // 1 ms decay: everything is due
   a->decay(/*is_background_thread=*/false, /*all=*/false);
-  EXPECT_EQ(a->pac.ndirty(), dirty);
+  EXPECT_EQ(a->ndirty(), dirty);
   // Switched off, the same call purges.
   ASSERT_TRUE(background_thread_set_enabled(false));
   a->decay(false, false);
-  EXPECT_EQ(a->pac.ndirty(), 0u);
+  EXPECT_EQ(a->ndirty(), 0u);
   background_thread_resume_arena(a->ind());
 }
 
@@ -165,9 +167,9 @@ TEST_F(BackgroundThread, PauseKeepsThreadsAway) {
   ASSERT_TRUE(background_thread_set_enabled(true));
   background_thread_pause_arena(a->ind());
   make_dirty(a, 8);
-  size_t dirty = a->pac.ndirty();
+  size_t dirty = a->ndirty();
   std::this_thread::sleep_for(milliseconds(400));
-  EXPECT_EQ(a->pac.ndirty(), dirty);
+  EXPECT_EQ(a->ndirty(), dirty);
   background_thread_resume_arena(a->ind());
   EXPECT_TRUE(wait_clean(a, milliseconds(2000)));
 }

@@ -243,7 +243,7 @@ TEST_F(BinInfo, ResetEmptiesEveryShard) {
     EXPECT_EQ(b.stats.curslabs, 0u);
     EXPECT_EQ(b.slabcur, nullptr);
   }
-  EXPECT_EQ(a->pac.nactive(), 0u);
+  EXPECT_EQ(a->nactive(), 0u);
   EXPECT_TRUE(arena_destroy_manual(a->ind()));
 }
 

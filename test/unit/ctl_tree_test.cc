@@ -20,6 +20,7 @@
 #include "arena/arenas.h"
 #include "ctl/ctl.h"
 #include "ctl/ctl_tree.h"
+#include "extent/pac_stats.h"
 #include "meta/base.h"
 #include "os/pages.h"
 #include "support/config.h"
@@ -444,17 +445,9 @@ const char* const kOurNames[] = {
     "opt.decay_hold_peak",
     "arena.<i>.bounded_coalesce",
     "arenas.bounded_coalesce",
-    "stats.arenas.<i>.dirty_merges",
-    "stats.arenas.<i>.dirty_merges_refused",
-    "stats.arenas.<i>.evict_merges",
-    "stats.arenas.<i>.dirty_allocs",
-    "stats.arenas.<i>.muzzy_allocs",
-    "stats.arenas.<i>.retained_allocs",
-    "stats.arenas.<i>.fresh_allocs",
-    "stats.arenas.<i>.dirty_alloc_pages",
-    "stats.arenas.<i>.muzzy_alloc_pages",
-    "stats.arenas.<i>.retained_alloc_pages",
-    "stats.arenas.<i>.fresh_alloc_pages",
+#define JE_COUNTER_NAME(name, meaning) "stats.arenas.<i>." #name,
+    JE_PAC_COUNTERS_OURS(JE_COUNTER_NAME)
+#undef JE_COUNTER_NAME
 };
 
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }

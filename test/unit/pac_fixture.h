@@ -28,6 +28,13 @@ inline unsigned next_test_arena_ind() {
   return ind++;
 }
 
+/// White-box access for tests: the state extent.cc's functions work on (Pac's friend).
+class PacTestAccess {
+ public:
+  static PacCore& core(Pac* p) { return p->core_; }
+};
+inline PacCore& core(Pac* p) { return PacTestAccess::core(p); }
+
 /// Builds a Pac with the given options (base, ind and now_ns are filled in).
 inline Pac* make_pac(PacOptions o) {
   EXPECT_TRUE(pages::boot());

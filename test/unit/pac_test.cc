@@ -32,10 +32,10 @@ void growth_purge_case(bool on, size_t* purged, size_t* ndirty) {
   }
   for (int i = 0; i < 10; i++) pac->dalloc(big[i]);
   for (int i = 0; i < 5; i++) pac->dalloc(small[i]);  // 4 KiB pieces, fenced by the others
-  size_t before = pac->stats.decay_dirty.purged.load();
+  size_t before = pac->counter(PacCounter::dirty_purged);
   Edata* g = pac->alloc(2048 * kKiB, kPg, false);
   ASSERT_NE(g, nullptr);
-  *purged = pac->stats.decay_dirty.purged.load() - before;
+  *purged = pac->counter(PacCounter::dirty_purged) - before;
   *ndirty = pac->ndirty();
 }
 
@@ -67,16 +67,16 @@ TEST(Pac, PurgeDirtyToRetainedDropsResidency) {
   EXPECT_EQ(pac->ndirty(), 0u);
   EXPECT_EQ(pages::resident_bytes(base, 1024 * kKiB), 0u);
   EXPECT_EQ(state_at(base), ExtentState::kRetained);
-  EXPECT_EQ(pac->stats.decay_dirty.npurge.load(), 1u);
-  EXPECT_EQ(pac->stats.decay_dirty.purged.load(), 257u);
+  EXPECT_EQ(pac->counter(PacCounter::dirty_npurge), 1u);
+  EXPECT_EQ(pac->counter(PacCounter::dirty_purged), 257u);
   // Reuse comes back zeroed (DONTNEED), from retained.
-  uint64_t from_retained = pac->stats.alloc_count[static_cast<int>(PacSource::kRetained)].load();
+  uint64_t from_retained = pac->counter(PacCounter::retained_allocs);
   Edata* again = pac->alloc(1028 * kKiB, kPg, false);
   ASSERT_NE(again, nullptr);
   EXPECT_EQ(again->base(), base);
   EXPECT_TRUE(again->zeroed);
   EXPECT_EQ(static_cast<unsigned char*>(base)[12345], 0);
-  EXPECT_EQ(pac->stats.alloc_count[static_cast<int>(PacSource::kRetained)].load(),
+  EXPECT_EQ(pac->counter(PacCounter::retained_allocs),
             from_retained + 1);
 }
 
@@ -91,11 +91,11 @@ TEST(Pac, PurgeDirtyToMuzzyThenRetained) {
   EXPECT_EQ(pac->ndirty(), 0u);
   EXPECT_EQ(pac->nmuzzy(), 129u);
   EXPECT_EQ(state_at(base), ExtentState::kMuzzy);
-  EXPECT_EQ(pac->stats.decay_dirty.purged.load(), 129u);
+  EXPECT_EQ(pac->counter(PacCounter::dirty_purged), 129u);
   // Muzzy memory is reused before retained.
   Edata* r = pac->alloc(516 * kKiB, kPg, false);
   ASSERT_EQ(r->base(), base);
-  EXPECT_EQ(pac->stats.alloc_count[static_cast<int>(PacSource::kMuzzy)].load(), 1u);
+  EXPECT_EQ(pac->counter(PacCounter::muzzy_allocs), 1u);
   std::memset(base, 0x11, 512 * kKiB);
   pac->dalloc(r);
   pac->decay_all(ExtentState::kDirty, false);
@@ -103,7 +103,7 @@ TEST(Pac, PurgeDirtyToMuzzyThenRetained) {
   EXPECT_EQ(pac->nmuzzy(), 0u);
   EXPECT_EQ(state_at(base), ExtentState::kRetained);
   EXPECT_EQ(pages::resident_bytes(base, 512 * kKiB), 0u);
-  EXPECT_EQ(pac->stats.decay_muzzy.purged.load(), 129u);
+  EXPECT_EQ(pac->counter(PacCounter::muzzy_purged), 129u);
 }
 
 TEST(Pac, FullyDecaySkipsMuzzy) {
@@ -128,7 +128,7 @@ TEST(Pac, OversizeExtentsArePurgedOnFree) {
   EXPECT_EQ(pac->ndirty(), 0u);
   EXPECT_EQ(state_at(base), ExtentState::kRetained);
   EXPECT_EQ(pages::resident_bytes(base, 2048 * kKiB), 0u);
-  EXPECT_EQ(pac->stats.decay_dirty.nmadvise.load(), 1u);
+  EXPECT_EQ(pac->counter(PacCounter::dirty_nmadvise), 1u);
   // ...but not when decay is disabled (-1): the user asked to keep dirty memory.
   Pac* keep = make_pac(opts(-1, 0));
   keep->set_oversize_threshold(1024 * kKiB);
@@ -179,7 +179,7 @@ TEST(Pac, DecayFollowsSmootherstepOnFakeClock) {
   EXPECT_EQ(pac->ndirty(), 0u);
   // Pages freed half a window ago are kept with weight 1 - s(0.5) = 0.5.
   EXPECT_NEAR(static_cast<double>(at_half), total * 0.5, total * 0.03);
-  EXPECT_EQ(pac->stats.decay_dirty.purged.load(), total);
+  EXPECT_EQ(pac->counter(PacCounter::dirty_purged), total);
 }
 
 // Ours (opt.decay_hold_peak): half of 512 one-extent pages are freed while the other half stay
@@ -245,8 +245,8 @@ PatternResult run_pattern(bool bounded, bool with_slabs, int rounds, bool ours =
   Edata* slabs[kBlocks] = {};
   Edata* large[kBlocks];
   auto faulting = [&] {
-    return pac->stats.alloc_pages[static_cast<int>(PacSource::kRetained)].load() +
-           pac->stats.alloc_pages[static_cast<int>(PacSource::kFresh)].load();
+    return pac->counter(PacCounter::retained_alloc_pages) +
+           pac->counter(PacCounter::fresh_alloc_pages);
   };
   for (int round = 0; round < rounds; round++) {
     size_t before = faulting();
@@ -259,7 +259,7 @@ PatternResult run_pattern(bool bounded, bool with_slabs, int rounds, bool ours =
     }
     for (auto* l : large) pac->dalloc(l);
     r.faulting_pages.push_back(faulting() - before);
-    r.mapped.push_back(pac->stats.mapped.load());
+    r.mapped.push_back(pac->mapped());
   }
   return r;
 }
@@ -318,14 +318,14 @@ struct BurstResult {
 BurstResult burst_twice(Pac* pac, size_t size, size_t n) {
   std::vector<Edata*> v(n);
   auto faulting = [&] {
-    return pac->stats.alloc_pages[static_cast<int>(PacSource::kRetained)].load() +
-           pac->stats.alloc_pages[static_cast<int>(PacSource::kFresh)].load();
+    return pac->counter(PacCounter::retained_alloc_pages) +
+           pac->counter(PacCounter::fresh_alloc_pages);
   };
   for (auto& e : v) e = pac->alloc(size, kPg, false);
   for (auto* e : v) pac->dalloc(e);
   size_t before = faulting();
   for (auto& e : v) e = pac->alloc(size, kPg, false);
-  BurstResult r{faulting() - before, pac->stats.decay_dirty.purged.load()};
+  BurstResult r{faulting() - before, pac->counter(PacCounter::dirty_purged)};
   for (auto* e : v) pac->dalloc(e);
   return r;
 }
@@ -383,17 +383,17 @@ TEST(Pac, EvictionHandsOutWhatItMerged) {
   for (auto& x : e) x = pac->alloc(1024 * kKiB, kPg, false);
   pac->alloc(4 * kKiB, kPg, false);  // fence
   for (auto* x : e) pac->dalloc(x);
-  ASSERT_EQ(ecache_sizes(pac->ecache_dirty).size(), 3u);
-  Edata* v = extent::ecache_evict(*pac, pac->ecache_dirty, 0, 256);
+  ASSERT_EQ(ecache_sizes(core(pac).ecache_dirty).size(), 3u);
+  Edata* v = extent::ecache_evict(core(pac), core(pac).ecache_dirty, 0, 256);
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->size, 1024 * kKiB);
-  EXPECT_EQ(ecache_sizes(pac->ecache_dirty), (std::vector<size_t>{1024 * kKiB, 1024 * kKiB}));
-  Edata* w = extent::ecache_evict(*pac, pac->ecache_dirty, 0);
+  EXPECT_EQ(ecache_sizes(core(pac).ecache_dirty), (std::vector<size_t>{1024 * kKiB, 1024 * kKiB}));
+  Edata* w = extent::ecache_evict(core(pac), core(pac).ecache_dirty, 0);
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->size, 2048 * kKiB);
-  EXPECT_TRUE(ecache_sizes(pac->ecache_dirty).empty());
-  extent::dalloc_wrapper(*pac, v);
-  extent::dalloc_wrapper(*pac, w);
+  EXPECT_TRUE(ecache_sizes(core(pac).ecache_dirty).empty());
+  extent::dalloc_wrapper(core(pac), v);
+  extent::dalloc_wrapper(core(pac), w);
 }
 
 TEST(Pac, RallocPatternUnboundedWithReuseBeforeGrow) {

@@ -24,6 +24,7 @@
 #include "ctl/ctl.h"
 #include "ctl/stats_print.h"
 #include "extent/emap.h"
+#include "extent/pac_stats.h"
 #include "meta/base.h"
 #include "meta/sc.h"
 #include "os/pages.h"
@@ -523,15 +524,21 @@ TEST_F(StatsPrint, DirtyPathCountersMatchCtl) {
   // No epoch since the report: ctl reads the report's snapshot.
   const std::string base = "stats.arenas." + std::to_string(g_ind) + ".";
   uint64_t total_allocs = 0;
-  for (const char* leaf :
-       {"dirty_merges", "dirty_merges_refused", "evict_merges", "dirty_allocs", "muzzy_allocs",
-        "retained_allocs", "fresh_allocs", "dirty_alloc_pages", "muzzy_alloc_pages",
-        "retained_alloc_pages", "fresh_alloc_pages"}) {
+  // Every row of our part of the page allocator's counter table has its leaf, its JSON key and
+  // its text line, with the same value.
+  static constexpr const char* kOurs[] = {
+#define JE_COUNTER_NAME(name, meaning) #name,
+      JE_PAC_COUNTERS_OURS(JE_COUNTER_NAME)
+#undef JE_COUNTER_NAME
+  };
+  std::vector<std::pair<std::string, uint64_t>> values;
+  for (const char* leaf : kOurs) {
     uint64_t v = 0;
     size_t len = sizeof(v);
     ASSERT_EQ(ctl_byname((base + leaf).c_str(), &v, &len, nullptr, 0), 0) << leaf;
     EXPECT_EQ(p.leaves["jemalloc." + base + leaf], std::to_string(v)) << leaf;
     if (strstr(leaf, "_allocs") != nullptr) total_allocs += v;
+    values.emplace_back(leaf, v);
   }
   EXPECT_GT(total_allocs, 0u);
   // The reuse after freeing came from the dirty cache.
@@ -542,10 +549,9 @@ TEST_F(StatsPrint, DirtyPathCountersMatchCtl) {
   size_t dp = t.find("\nDirty path (", sec);
   ASSERT_NE(dp, std::string::npos);
   std::string block = t.substr(dp, t.find("\narenas[", dp + 1) - dp);
-  for (const char* label : {"\n  dirty_merges: ", "\n  dirty_merges_refused: ",
-                            "\n  evict_merges: ", "\n  dirty: ", "\n  muzzy: ",
-                            "\n  retained: ", "\n  fresh: "}) {
-    EXPECT_TRUE(has(block, label)) << label;
+  for (const auto& [leaf, v] : values) {
+    std::string line = "\n  " + leaf + ": " + std::to_string(v) + "\n";
+    EXPECT_TRUE(has(block, line)) << line;
   }
 }
 
