@@ -27,13 +27,13 @@ inline void make_dirty(Arena* a, int n, size_t size) {
   for (void* p : v) a->dalloc_large(g_emap.lookup(p));
 }
 
-/// A new manual arena whose dirty and muzzy decay are -1: nothing purges it but explicit calls,
-/// so page counts are exact. nullptr (with a test failure) if it cannot be made.
-inline Arena* manual_arena_without_decay() {
+/// A new manual arena with the given dirty and muzzy decay times (the defaults for arenas
+/// created later are left as they were). nullptr (with a test failure) if it cannot be made.
+inline Arena* manual_arena_with_decay(int64_t dirty_ms, int64_t muzzy_ms) {
   int64_t dirty = arenas_dirty_decay_ms_default();
   int64_t muzzy = arenas_muzzy_decay_ms_default();
-  EXPECT_TRUE(arenas_set_dirty_decay_ms_default(-1));
-  EXPECT_TRUE(arenas_set_muzzy_decay_ms_default(-1));
+  EXPECT_TRUE(arenas_set_dirty_decay_ms_default(dirty_ms));
+  EXPECT_TRUE(arenas_set_muzzy_decay_ms_default(muzzy_ms));
   unsigned ind = 0;
   bool made = arena_create_manual(nullptr, &ind);
   EXPECT_TRUE(made);
@@ -41,6 +41,10 @@ inline Arena* manual_arena_without_decay() {
   arenas_set_muzzy_decay_ms_default(muzzy);
   return made ? arena_get(ind, false) : nullptr;
 }
+
+/// A new manual arena that never decays (dirty and muzzy -1): nothing purges it but explicit
+/// calls, so page counts are exact.
+inline Arena* manual_arena_without_decay() { return manual_arena_with_decay(-1, -1); }
 
 /// `stats.arenas.<ind>.<leaf>` from a fresh snapshot (an epoch write first).
 template <class T>
