@@ -60,6 +60,13 @@ class TsdTest : public ::testing::Test {
     ASSERT_NE(p, nullptr);
     ASSERT_TRUE(tsd.tcache.bins[kBin].push_fast(p));
   }
+  /// The calling thread's state, moved to arena `m`, with a few regions in its cache.
+  static Tsd& fetch_on(Arena* m) {
+    Tsd& tsd = tsd_fetch();
+    tsd_set_arena(tsd, m);
+    cache_some(tsd);
+    return tsd;
+  }
 };
 
 TEST_F(TsdTest, ZeroedStateSendsTheFirstCallToTheSlowPath) {
@@ -96,9 +103,7 @@ TEST_F(TsdTest, ThreadExitFlushesTheCacheAndUnbinds) {
   Arena* m = manual_arena_without_decay();
   ASSERT_NE(m, nullptr);
   on_new_thread([&] {
-    Tsd& tsd = tsd_fetch();
-    tsd_set_arena(tsd, m);
-    cache_some(tsd);
+    fetch_on(m);
     EXPECT_GT(tcache_bytes(m), 0u);
     EXPECT_GT(bin_stats(m, kBin, t_bin_shards.shard[kBin]).curregs, 0u);
     EXPECT_EQ(nthreads(m), 1u);
@@ -160,9 +165,7 @@ TEST_F(TsdTest, DisablingTheCacheFlushesItAndEnablingBuildsAFreshOne) {
   Arena* m = manual_arena_without_decay();
   ASSERT_NE(m, nullptr);
   on_new_thread([&] {
-    Tsd& tsd = tsd_fetch();
-    tsd_set_arena(tsd, m);
-    cache_some(tsd);
+    Tsd& tsd = fetch_on(m);
     tsd_set_tcache_enabled(tsd, false);
     EXPECT_EQ(tsd.state, TsdState::kNominalSlow);
     EXPECT_FALSE(tsd.tcache_enabled);
