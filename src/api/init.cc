@@ -7,21 +7,13 @@
 
 #include "api/fork.h"
 #include "api/globals.h"
-#include "arena/arenas.h"
-#include "arena/bin_info.h"
 #include "arena/background_thread.h"
 #include "ctl/conf.h"
 #include "ctl/stats_print.h"
-#include "extent/ehooks.h"
-#include "meta/base.h"
-#include "os/pages.h"
-#include "os/sysinfo.h"
 #include "support/config.h"
 #include "support/malloc_io.h"
-#include "support/mutex.h"
 #include "support/opt.h"
-#include "thread/tcache.h"
-#include "thread/tsd.h"
+#include "thread/core_boot.h"
 
 namespace je::api {
 
@@ -45,17 +37,15 @@ bool init_hard() {
   sources.global_malloc_conf = global_malloc_conf();
   sources.conf_2_conf_harder = global_conf_harder();
   conf_init(sources);
-  // Spinning before blocking only pays off when another CPU can release the lock.
-  mutex_set_max_spin(sysinfo::ncpus() > 1 ? g_opt.mutex_max_spin : 0);
-  pages::set_trust_madvise(g_opt.trust_madvise);
-  if (!pages::boot()) return false;
-  ehooks_set_thp(g_opt.thp_mode == ThpOpt::kAlways, g_opt.thp_mode == ThpOpt::kNever);
-  if (base_global(static_cast<MetadataThp>(g_opt.metadata_thp_mode)) == nullptr) return false;
-  bin_info_boot(g_opt.slab_sizes.data(), g_opt.bin_shards.data());  // before arenas and caches
-  if (!arenas_boot()) return false;
-  if (!background_thread_boot()) return false;
-  tcache_boot();
-  return tsd_boot(&print_stats_interval);
+  CoreConfig core;
+  core.trust_madvise = g_opt.trust_madvise;
+  core.thp = g_opt.thp_mode;
+  core.metadata_thp = g_opt.metadata_thp_mode;
+  core.slab_pages = g_opt.slab_sizes;
+  core.bin_shards = g_opt.bin_shards;
+  core.mutex_max_spin = g_opt.mutex_max_spin;
+  core.stats_interval_hook = &print_stats_interval;
+  return core_boot(core);
 }
 
 }  // namespace

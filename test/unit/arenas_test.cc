@@ -14,9 +14,8 @@
 #include "arena/arenas.h"
 #include "arena/background_thread.h"
 #include "extent/emap.h"
-#include "meta/base.h"
-#include "os/pages.h"
 #include "support/nstime.h"
+#include "thread/core_boot.h"
 
 namespace je {
 namespace {
@@ -26,13 +25,7 @@ constexpr size_t kLarge = 64 * 1024;
 class ArenasTeardown : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    static bool booted = false;
-    if (booted) return;
-    ASSERT_TRUE(pages::boot());
-    ASSERT_NE(base_global(), nullptr);
-    ASSERT_TRUE(arenas_boot());
-    ASSERT_TRUE(background_thread_boot());
-    booted = true;
+    ASSERT_TRUE(core_boot(CoreConfig{}));
   }
 
   /// A manual arena that never purges on a schedule (dirty and muzzy decay -1).

@@ -18,10 +18,9 @@
 #include "arena/arenas.h"
 #include "arena/background_thread.h"
 #include "extent/emap.h"
-#include "meta/base.h"
-#include "os/pages.h"
 #include "support/nstime.h"
 #include "support/opt.h"
+#include "thread/core_boot.h"
 
 namespace je {
 namespace {
@@ -33,14 +32,9 @@ constexpr size_t kLarge = 64 * 1024;
 class BackgroundThread : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    static bool booted = false;
-    if (booted) return;
-    ASSERT_TRUE(pages::boot());
-    ASSERT_NE(base_global(), nullptr);
-    ASSERT_TRUE(arenas_boot());
-    ASSERT_EQ(g_opt.max_background_threads, kOptMaxBackgroundThreadsUnset);
-    ASSERT_TRUE(background_thread_boot());
-    booted = true;
+    if (core_booted()) return;
+    ASSERT_EQ(g_opt.max_background_threads, kOptMaxBackgroundThreadsUnset);  // boot makes it 4
+    ASSERT_TRUE(core_boot(CoreConfig{}));
   }
   void TearDown() override {
     EXPECT_TRUE(background_thread_set_enabled(false));

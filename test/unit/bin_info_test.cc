@@ -4,7 +4,7 @@
 // shard-merged statistics and reset, and thread-cache capacity following the regions per slab.
 //
 // The geometry is process-wide and fixed before the first arena exists, so this program boots
-// once with one non-default configuration (kPages / kShards below) and every test reads it.
+// once with one non-default configuration (test_config() below) and every test reads it.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -17,9 +17,8 @@
 #include "arena/bin_info.h"
 #include "arena/slab.h"
 #include "extent/emap.h"
-#include "meta/base.h"
-#include "os/pages.h"
 #include "support/opt.h"
+#include "thread/core_boot.h"
 #include "thread/tcache.h"
 
 namespace je {
@@ -32,35 +31,25 @@ constexpr szind_t k48 = 3;      // 48 B: 1 page -> 85 regions and a 16-byte tail
 constexpr szind_t k14336 = 35;  // 14 KiB: asks 1 page, clamped to 4 -> 1 region, 2 KiB tail
 constexpr szind_t k80 = 5;      // 80 B: 3 shards, default slab
 
-struct Config {
-  uint16_t pages[sc::kNBins] = {};
-  uint8_t shards[sc::kNBins] = {};
-  Config() {
-    for (uint8_t& s : shards) s = 1;
-    pages[k32] = 100;
-    pages[k48] = 1;
-    pages[k14336] = 1;
-    for (szind_t i : {k32, k48, k14336}) {
-      pages[i] = static_cast<uint16_t>(bin_slab_pages_clamp(i, pages[i]));
-    }
-    shards[k8] = 4;
-    shards[k80] = 3;
-    shards[k14336] = 64;
+CoreConfig test_config() {
+  CoreConfig c;
+  auto& pages = c.slab_pages;
+  pages[k32] = 100;
+  pages[k48] = 1;
+  pages[k14336] = 1;
+  for (szind_t i : {k32, k48, k14336}) {
+    pages[i] = static_cast<uint16_t>(bin_slab_pages_clamp(i, pages[i]));
   }
-};
+  c.bin_shards[k8] = 4;
+  c.bin_shards[k80] = 3;
+  c.bin_shards[k14336] = 64;
+  return c;
+}
 
 class BinInfo : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    static bool booted = false;
-    if (booted) return;
-    static Config c;
-    bin_info_boot(c.pages, c.shards);
-    ASSERT_TRUE(pages::boot());
-    ASSERT_NE(base_global(), nullptr);
-    ASSERT_TRUE(arenas_boot());
-    tcache_boot();
-    booted = true;
+    ASSERT_TRUE(core_boot(test_config()));
   }
 
   static Arena* manual_arena() {

@@ -12,7 +12,6 @@
 #include <thread>
 #include <vector>
 
-#include "lib_boot.h"
 #include "arena/arena.h"
 #include "arena/arenas.h"
 #include "ctl/ctl.h"
@@ -22,6 +21,7 @@
 #include "meta/sz.h"
 #include "os/pages.h"
 #include "support/config.h"
+#include "thread/core_boot.h"
 #include "thread/tcache.h"
 #include "thread/tsd.h"
 
@@ -36,7 +36,7 @@ class CtlStats : public ::testing::Test {
     if (!config::kStats) GTEST_SKIP() << "built with --disable-stats";
   }
   static void SetUpTestSuite() {
-    boot_library_for_tests();
+    ASSERT_TRUE(core_boot(CoreConfig{}));
   }
 
   template <class T>

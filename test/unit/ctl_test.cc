@@ -9,7 +9,6 @@
 #include <cstring>
 #include <string>
 
-#include "lib_boot.h"
 #include "arena/arena.h"
 #include "arena/arenas.h"
 #include "ctl/ctl.h"
@@ -21,6 +20,7 @@
 #include "os/pages.h"
 #include "support/config.h"
 #include "support/opt.h"
+#include "thread/core_boot.h"
 #include "thread/tcache.h"
 #include "thread/tsd.h"
 
@@ -33,7 +33,7 @@ constexpr size_t kDestroyed = 4097;
 class Ctl : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    boot_library_for_tests();
+    ASSERT_TRUE(core_boot(CoreConfig{}));
   }
 
   template <class T>

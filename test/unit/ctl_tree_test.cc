@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "lib_boot.h"
 #include "arena/arenas.h"
 #include "ctl/ctl.h"
 #include "ctl/ctl_tree.h"
@@ -25,6 +24,7 @@
 #include "os/pages.h"
 #include "support/config.h"
 #include "support/opt.h"
+#include "thread/core_boot.h"
 #include "thread/tcache.h"
 #include "thread/tsd.h"
 
@@ -482,7 +482,7 @@ std::string mib_string(const size_t* mib, size_t n) {
 class CtlTree : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    boot_library_for_tests();
+    ASSERT_TRUE(core_boot(CoreConfig{}));
   }
 };
 

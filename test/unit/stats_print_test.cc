@@ -18,7 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "lib_boot.h"
 #include "arena/arena.h"
 #include "arena/arenas.h"
 #include "ctl/ctl.h"
@@ -30,6 +29,7 @@
 #include "os/pages.h"
 #include "support/config.h"
 #include "support/malloc_io.h"
+#include "thread/core_boot.h"
 #include "thread/tcache.h"
 #include "thread/tsd.h"
 
@@ -226,7 +226,7 @@ class Json {
 class StatsPrint : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    boot_library_for_tests();
+    ASSERT_TRUE(core_boot(CoreConfig{}));
     populate();
   }
   void SetUp() override {
