@@ -39,7 +39,9 @@ JE_NOINLINE_COLD void* realloc_zero(void* ptr) {
       // Keep the block alive as a minimal allocation, bypassing the cache for a true fit.
       return reallocate(ptr, 1, 0, false, kTcacheNone, 0);
     case ZeroReallocAction::kAbort:
-      je_abort_msg("<jemalloc>: Called realloc(non-null-ptr, 0) with zero_realloc:abort set\n");
+      // 5.3.0's words exactly, without the "<jemalloc>: " prefix its other messages carry.
+      io_printf("Called realloc(non-null-ptr, 0) with zero_realloc:abort set\n");
+      abort();
     case ZeroReallocAction::kFree:
     default:
       free_fast(ptr);

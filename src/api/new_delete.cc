@@ -53,12 +53,11 @@ JE_NOINLINE_COLD void* handle_oom(size_t usize, size_t alignment) {
   }
   if constexpr (!kNothrow) {
     if (g_opt.experimental_infallible_new) {
-      je_abort_msg("<jemalloc>: Allocation failed and opt.experimental_infallible_new is true. "
-                   "Aborting.\n");
+      je_abort_msg("Allocation failed and opt.experimental_infallible_new is true. Aborting.");
     }
     if (&std::__throw_bad_alloc == nullptr) {
-      je_abort_msg("<jemalloc>: operator new failed and no C++ runtime is loaded to throw "
-                   "std::bad_alloc. Aborting.\n");
+      je_abort_msg("operator new failed and no C++ runtime is loaded to throw std::bad_alloc. "
+                   "Aborting.");
     }
     std::__throw_bad_alloc();
   }

@@ -514,6 +514,18 @@ void mode_zero_realloc(const char *) {
   free(q);
 }
 
+// experimental_infallible_new: an operator new that cannot be served aborts instead of throwing.
+void mode_infallible_new(const char *) {
+  mode_noop(nullptr);
+  std::fprintf(stderr, "child: calling operator new(1 << 60)\n");
+  try {
+    void *p = ::operator new(size_t{1} << 60);
+    emit("returned", p != nullptr);
+  } catch (...) {
+    emit("threw", 1);
+  }
+}
+
 // junk: fill bytes on allocation (0xa5) and on free (0x5a).  Freed contents are read only from
 // a large block whose pages stay mapped (the conf keeps dirty pages: dirty_decay_ms:-1).
 void mode_junk(const char *) {
@@ -608,6 +620,7 @@ constexpr Mode kModes[] = {
     {"retain", mode_retain},
     {"percpu", mode_percpu},
     {"zero_realloc", mode_zero_realloc},
+    {"infallible_new", mode_infallible_new},
     {"junk", mode_junk},
     {"zero", mode_zero},
     {"thp", mode_thp},
@@ -986,7 +999,25 @@ TEST(zero_realloc_modes) {
   c = run_program(g_self, argv, "zero_realloc:abort");
   if (!EXPECT_TRUE(c.signaled(SIGABRT))) show(c);
   EXPECT_TRUE(contains(c.err, "child: calling realloc(p, 0)"));
+  // 5.3.0's message, once, on a line of its own (it has no "<jemalloc>: " prefix there).
+  EXPECT_TRUE(contains(c.err, "\nCalled realloc(non-null-ptr, 0) with zero_realloc:abort set\n"));
+  EXPECT_FALSE(contains(c.err, "<jemalloc>"));
   EXPECT_FALSE(contains(c.out, "result_null="));
+}
+
+TEST(experimental_infallible_new_aborts_with_one_message) {
+  Child c;
+  // By default a failed operator new throws std::bad_alloc.
+  if (!child(&c, "infallible_new", nullptr)) return;
+  EXPECT_CHILD(c, "threw", kEq, 1);
+  const char *argv[] = {program_name(), "--child", "infallible_new", nullptr};
+  c = run_program(g_self, argv, "experimental_infallible_new:true");
+  if (!EXPECT_TRUE(c.signaled(SIGABRT))) show(c);
+  EXPECT_TRUE(contains(
+      c.err, "\n<jemalloc>: Allocation failed and opt.experimental_infallible_new is true. "
+             "Aborting.\n"));
+  EXPECT_FALSE(contains(c.err, "<jemalloc>: <jemalloc>:"));
+  EXPECT_FALSE(contains(c.out, "threw="));
 }
 
 TEST(junk_fills_allocated_and_freed_memory) {
