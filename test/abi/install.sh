@@ -46,7 +46,7 @@ fi
 L=$dest$libdir
 I=$dest$includedir
 for f in "$L/libjemalloc.so.2" "$L/libjemalloc.so" "$I/jemalloc/jemalloc.h" \
-    "$dest$pkgconfigdir/jemalloc.pc" "$dest$bindir/jemalloc-config"; do
+    "$dest$pkgconfigdir/jemalloc.pc" "$dest$bindir/jemalloc-config" "$dest$docdir/COPYING"; do
   if [ -e "$f" ]; then
     echo "installed: ${f#"$dest"}$( [ -L "$f" ] && echo " -> $(readlink "$f")")"
   else
