@@ -247,16 +247,6 @@ bool nohuge(void* addr, size_t size) {
   return advise(addr, size, MADV_NOHUGEPAGE);
 }
 
-bool dontdump(void* addr, size_t size) {
-  ErrnoKeeper keep;
-  return advise(addr, size, MADV_DONTDUMP);
-}
-
-bool dodump(void* addr, size_t size) {
-  ErrnoKeeper keep;
-  return advise(addr, size, MADV_DODUMP);
-}
-
 bool os_overcommits() { return g_overcommits.load(std::memory_order_relaxed); }
 
 ThpMode system_thp_mode() { return g_thp_mode.load(std::memory_order_relaxed); }

@@ -32,8 +32,8 @@
 //     old contents stay readable, so callers must treat the range as holding garbage.
 //
 // jemalloc mapping: src/pages.c (pages_map/unmap/commit/decommit/purge_lazy/purge_forced/huge/
-// nohuge/dontdump/dodump, os_overcommits, init_system_thp_mode). Feeds opt.trust_madvise and the
-// system THP mode that opt.thp and opt.metadata_thp consult. Differences from jemalloc: the
+// nohuge, os_overcommits, init_system_thp_mode; not dontdump/dodump: nothing here needs them).
+// Feeds opt.trust_madvise and the system THP mode that opt.thp and opt.metadata_thp consult. Differences from jemalloc: the
 // zeroing probe is always run at boot unless trust_madvise is set (jemalloc only runs it in some
 // builds); an unsupported MADV_FREE is detected both by a boot probe and at run time.
 #pragma once
@@ -99,12 +99,6 @@ bool huge(void* addr, size_t size);
 /// MADV_NOHUGEPAGE on a hugepage-aligned range. False when THP is not supported or the kernel
 /// refuses.
 bool nohuge(void* addr, size_t size);
-
-/// MADV_DONTDUMP: exclude the range from core dumps. True on success.
-bool dontdump(void* addr, size_t size);
-
-/// MADV_DODUMP: undo dontdump(). True on success.
-bool dodump(void* addr, size_t size);
 
 /// Whether the kernel overcommits (overcommit_memory 0 or 1), as read by boot().
 bool os_overcommits();

@@ -18,6 +18,5 @@ uint64_t read_clock(clockid_t id) {
 
 uint64_t nstime_now_ns() { return read_clock(CLOCK_MONOTONIC); }
 
-uint64_t nstime_realtime_ns() { return read_clock(CLOCK_REALTIME); }
 
 }  // namespace je

@@ -25,9 +25,6 @@ inline constexpr uint64_t kMsPerSec = 1000;
 /// Nanoseconds on CLOCK_MONOTONIC (arbitrary epoch, never decreases). Use for intervals.
 uint64_t nstime_now_ns();
 
-/// Nanoseconds since the Unix epoch (CLOCK_REALTIME). Use only for wall-clock stamps.
-uint64_t nstime_realtime_ns();
-
 /// Milliseconds in `ns`, truncated.
 constexpr uint64_t nstime_ms(uint64_t ns) { return ns / kNsPerMs; }
 

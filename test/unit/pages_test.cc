@@ -221,8 +221,6 @@ TEST_F(PagesTest, AdviceCalls) {
   } else {
     EXPECT_FALSE(pages::huge(p, 2 * hp));
   }
-  EXPECT_TRUE(pages::dontdump(p, 2 * hp));
-  EXPECT_TRUE(pages::dodump(p, 2 * hp));
   pages::unmap(p, 2 * hp);
 }
 
