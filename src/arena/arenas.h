@@ -4,9 +4,10 @@
 // created on first use); index narenas_auto is reserved for the oversize ("huge") arena when
 // oversize_threshold is enabled; manual arenas (arenas.create) take the indices after that.
 // Also holds the process-wide defaults later arenas are created with (arenas.dirty_decay_ms,
-// arenas.muzzy_decay_ms, ours arenas.bounded_coalesce) and the oversize threshold, and the decay pass that follows a thread
-// cache's teardown (a thread leaving its arena last purges it), and the sweep that lets any
-// thread's decay tick advance decay in automatic arenas nobody else ticks.
+// arenas.muzzy_decay_ms, ours arenas.bounded_coalesce) and the oversize threshold, the decay
+// pass that follows a thread cache's teardown (a thread leaving its arena last purges it), and
+// the sweep that lets any thread's decay tick advance decay in automatic arenas nobody else
+// ticks.
 // Layer: arena. Callers: thread layer (binding, cache teardown), api (MALLOCX_ARENA), ctl
 // (arenas.*, arena.<i>.*).
 // Concurrency: `arenas_mtx` (rank kArenas) serializes creation/destruction; lookups are

@@ -34,8 +34,9 @@
 // jemalloc mapping: src/pages.c (pages_map/unmap/commit/decommit/purge_lazy/purge_forced/huge/
 // nohuge, os_overcommits, init_system_thp_mode; not dontdump/dodump: nothing here needs them).
 // Feeds opt.trust_madvise and the system THP mode that opt.thp and opt.metadata_thp consult.
-// Differences from jemalloc: the zeroing probe is always run at boot unless trust_madvise is set (jemalloc only runs it in some
-// builds); an unsupported MADV_FREE is detected both by a boot probe and at run time.
+// Differences from jemalloc: the zeroing probe is always run at boot unless trust_madvise is
+// set (jemalloc only runs it in some builds); an unsupported MADV_FREE is detected both by a
+// boot probe and at run time.
 #pragma once
 
 #include <cstddef>
