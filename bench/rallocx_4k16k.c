@@ -1,6 +1,6 @@
 /*
  * bench/rallocx_4k16k.c - the 4 KiB -> 16 KiB rallocx pattern (jemalloc PR
- * #2842's microbenchmark; spec jemalloc-behaviour.md section 2.8).
+ * #2842's microbenchmark; the pattern of jemalloc issue #2842).
  *
  * Per iteration and per thread: 256 x mallocx(4096) + memset, rallocx of each
  * to 16384 + memset of the new 12 KiB, then dallocx of all.  Each thread gets

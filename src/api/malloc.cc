@@ -1,6 +1,6 @@
 // malloc.cc: the standard C allocation functions (glibc-compatible prototypes).
 //
-// Semantics follow jemalloc 5.3.0 (spec §4.3): malloc(0) returns a unique minimal block;
+// Semantics follow jemalloc 5.3.0 (its manual, MALLOC(3)): malloc(0) returns a unique minimal block;
 // calloc overflow -> NULL + ENOMEM; realloc(p, 0) obeys opt.zero_realloc (default: free and
 // return NULL); posix_memalign returns EINVAL/ENOMEM; aligned_alloc/memalign set errno EINVAL
 // for a non-power-of-two alignment; zero-size aligned requests are bumped to one byte.

@@ -10,7 +10,7 @@
 // Arena::read_stats (ctl reaches no arena or page-allocator state directly); the page
 // allocator's event counters are one table (extent/pac_stats.h) from which the snapshot slots,
 // the merge, the leaves and the printer's rows are generated.
-// Definitions (jemalloc's meaning, spec §4.5 / §1.18 item 10):
+// Definitions (jemalloc's meaning; doc/mallctl.md states them for users):
 //   allocated = Σ small curregs × class size + Σ large curlextents × class size (bytes);
 //   active    = pactive × page (pages handed out: slabs and large extents with their pad);
 //   metadata  = base allocated + internal (the thread caches' slot arrays and explicit caches,

@@ -49,7 +49,7 @@ constexpr size_t kVast = (size_t)1 << 57;      // no mapping this large exists (
 constexpr int kSentinel = EDOM;                // errno before each call: "kept" if still so
 constexpr int kMade = 2;                       // arenas and explicit tcaches
 
-// --- Size classes (behaviour spec §3: 8, 16, 32, 48, 64, then four per doubling), sizes and
+// --- Size classes (jemalloc 5.3.0's: 8, 16, 32, 48, 64, then four per doubling), sizes and
 // alignments to ask for, and how they are written in the record.
 size_t g_cls[240];
 int g_ncls;

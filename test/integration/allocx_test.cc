@@ -1,6 +1,6 @@
 // allocx_test: jemalloc's non-standard allocation API -- mallocx, rallocx,
 // xallocx, sallocx, dallocx, sdallocx, nallocx -- and their flags
-// (MALLOCX_ALIGN/LG_ALIGN/ZERO/TCACHE/TCACHE_NONE/ARENA), behaviour spec §4.3.
+// (MALLOCX_ALIGN/LG_ALIGN/ZERO/TCACHE/TCACHE_NONE/ARENA), as jemalloc 5.3.0's manual defines them.
 #include "harness.h"
 
 namespace {
@@ -275,7 +275,7 @@ TEST(rallocx_arena_moves_to_arena) {
   dallocx(q, 0);
 }
 
-// The behaviour spec's example: a 20000-byte block (usable 20480) grows in
+// The manual's kind of example: a 20000-byte block (usable 20480) grows in
 // place to 24576 when asked for 24000.  A manual arena without tcache keeps
 // the pages after it free, so the growth is certain.
 TEST(xallocx_spec_example) {

@@ -1,6 +1,6 @@
 // arena_diff_test: a differential test of ARENA CHOICE and thread binding against jemalloc 5.3.0.
 //
-// Which arena serves a thread is specified behaviour (the spec §1.3, §1.15): a thread binds on
+// Which arena serves a thread is specified behaviour (5.3.0's arena choice: least loaded automatic arena, MALLOCX_ARENA, thread.arena): a thread binds on
 // its first call to the automatic arena with the fewest bound threads, creating the first
 // uninitialized one instead when every initialized arena already has a thread; thread.arena
 // moves the binding; requests of at least oversize_threshold from a thread on automatic arenas
@@ -433,7 +433,7 @@ int percpu_main() {
 
 // Differences doc/compat.md documents (by anchor): none of its sections concerns arena choice.
 // Nothing is dropped as implementation-dependent either: every line printed follows from the
-// binding rules (spec §1.3, §1.15) for these step-by-step scenarios.
+// binding rules for these step-by-step scenarios.
 constexpr jt::diff::Excl kDocumented[] = {{nullptr, nullptr, nullptr, nullptr}};
 
 // Bugs of this library (remove each entry with its fix).

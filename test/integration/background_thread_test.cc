@@ -1,5 +1,5 @@
-// background_thread_test: purging threads through the public API (behaviour spec §1.11, §1.16,
-// §5 and §6 item 1). Switching them on with mallctl("background_thread") makes an idle process
+// background_thread_test: purging threads through the public API (jemalloc 5.3.0's
+// background_thread option and mallctls). Switching them on with mallctl("background_thread") makes an idle process
 // return its dirty pages once dirty_decay_ms has passed, without any allocation activity; the
 // stats.background_thread.* counters move; switching off stops (joins) them; a fork() child
 // reports them off and works; MALLOC_CONF=background_thread:true starts them at init (checked

@@ -1,5 +1,5 @@
-// mallctl_names_test: every name of jemalloc 5.3.0's mallctl tree (golden list copied from
-// ../shared/docs/golden into test/integration/data) through the public mallctl API: it
+// mallctl_names_test: every name of jemalloc 5.3.0's mallctl tree (golden list read off Debian's
+// 5.3.0, in test/integration/data) through the public mallctl API: it
 // resolves, reads with jemalloc's length rules, and refuses writes where the node is read-only.
 // Names we answer ENOENT on purpose are listed in doc/compat.md (no-profiling,
 // mallctl-unavailable); that part runs on our library only.

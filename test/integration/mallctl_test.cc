@@ -1,5 +1,4 @@
-// mallctl_test: the mallctl names real programs use (behaviour spec §4.3,
-// §4.5, §5): version, epoch, arenas.*, arena.<i>.*, thread.*, tcache.*,
+// mallctl_test: the mallctl names real programs use (doc/mallctl.md): version, epoch, arenas.*, arena.<i>.*, thread.*, tcache.*,
 // stats.*, opt.*, and mallctl's error codes.
 #include "harness.h"
 

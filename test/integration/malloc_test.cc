@@ -1,5 +1,5 @@
 // malloc_test: the standard C allocation functions as jemalloc 5.3.0 defines
-// them (behaviour spec §4.3): malloc, calloc, realloc, free,
+// them (jemalloc 5.3.0's manual): malloc, calloc, realloc, free,
 // posix_memalign, aligned_alloc, memalign, valloc, malloc_usable_size.
 #include "harness.h"
 

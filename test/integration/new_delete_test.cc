@@ -1,5 +1,5 @@
 // new_delete_test: the 20 replaceable C++ allocation operators the library
-// exports (behaviour spec §4.1, §4.3): new-handler protocol, nothrow forms,
+// exports (the C++ standard's and jemalloc 5.3.0's): new-handler protocol, nothrow forms,
 // aligned forms, and sized/aligned deletes reaching the allocator with the
 // right size (seen through thread.deallocated).
 #include <sys/resource.h>

@@ -1,7 +1,7 @@
 // size_class_test: the size classes a program can observe -- through
 // malloc_usable_size, nallocx, sallocx and the arenas.* geometry -- equal
-// jemalloc 5.3.0's (behaviour spec §3, golden tables copied from
-// ../shared/docs/golden into test/integration/data).
+// jemalloc 5.3.0's (golden tables read off Debian's
+// 5.3.0, in test/integration/data).
 #include "harness.h"
 
 #ifndef JT_DATA_DIR

@@ -1,7 +1,7 @@
 // thread_test: per-thread state is created lazily by whichever entry point a
 // thread calls first, survives use from TLS destructors (after the
 // allocator's own thread-exit cleanup), and memory outlives the thread that
-// allocated it (behaviour spec §1.2 "TSD", §8 "Threads, init and fork").
+// allocated it (per-thread state: doc/design/threads.md).
 #include <new>
 
 #include "harness.h"

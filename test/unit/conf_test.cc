@@ -193,7 +193,7 @@ TEST_F(ConfTest, EveryParseableKeyAcceptsAValidValue) {
   EXPECT_EQ(g_opt.slab_sizes[0], 0);
 }
 
-// B §4.4's list of 5.3.0 keys: each is known to the table; Debian accepts all but these, which
+// 5.3.0's list of keys (doc/options.md): each is known to the table; Debian accepts all but these, which
 // 5.3.0 itself rejects on Debian's build (cache_oblivious, utrace, xmalloc, lg_san_uaf_align,
 // log) or which we reject as a --disable-prof build (prof*).
 TEST_F(ConfTest, Every530KeyIsKnownAndTreatedAsDebianMinusProf) {
@@ -294,7 +294,7 @@ TEST_F(ConfTest, Every530KeyIsKnownAndTreatedAsDebianMinusProf) {
   }
 }
 
-// ---- Strings real projects ship (B §5.1)
+// ---- Strings real projects ship (in their start scripts, builds and documentation)
 // ---------------------------------------------------------
 
 TEST_F(ConfTest, ShippedStringsParseWithOnlyProfWarnings) {

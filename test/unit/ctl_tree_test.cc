@@ -1,6 +1,6 @@
 // ctl_tree_test.cc: the mallctl name tree against jemalloc 5.3.0's.
 //
-// The table below is the golden name list (../shared/docs/golden/mallctl-names-5.3.0.txt,
+// The table below is the golden name list (test/integration/data/mallctl-names-5.3.0.txt,
 // 395 names) with, for each name, the MIB Debian's libjemalloc2 5.3.0 returns from
 // mallctlnametomib with every <i> set to 0 (empty: that library answers ENOENT, because
 // prof.stats.* exist only with prof_stats enabled). The tests check that our tree has exactly

@@ -24,7 +24,7 @@ using je::OptInfo;
 using je::OptKind;
 using je::OptType;
 
-// Copied from ../shared/docs/golden/opt-defaults-5.3.0.tsv (Debian 5.3.0-1, x86-64, 2 CPUs):
+// Read off Debian's 5.3.0-1 (x86-64, 2 CPUs) through mallctl("opt.*"):
 // name, width ("bool", "u32", "8", "string", "-" = ENOENT), value.
 struct Golden {
   const char* name;
