@@ -6,12 +6,12 @@
 //        reached, thread-cache bin not at its low-water mark  => pop, count, return
 //     -> (tail call) alloc_slow: initialize library/thread if needed, decode the request
 //        -> ialloc: small  -> tcache pop / tcache fill from the arena bin / arena bin directly
-//                   large  -> tcache (<= tcache_max) / arena large (huge arena >= threshold)
+//                   large  -> tcache (<= tcache_max) / large_malloc (arena choice: large.h)
 //   free / operator delete / dallocx
 //     -> free_fast: emap entry (two loads) says slab; event threshold; bin not full => push
 //     -> (tail call) free_slow -> idalloc: tcache push / flush / arena dalloc
-//   realloc / rallocx / xallocx -> iralloc / ixalloc: in place when the class allows it
-//        (same small class, or large expand/shrink in place), else allocate, copy, free.
+//   realloc / rallocx / xallocx -> reallocate / resize_in_place: in place when the rules in
+//        src/arena/large.h allow it (arena_ralloc_no_move), else allocate, copy, free.
 // Fast paths are always-inline into each exported function; slow paths are noinline+cold and
 // take the same arguments so the compiler emits a tail call.
 // Layer: api (the only layer that may define public names, and the only one that calls up
@@ -39,6 +39,12 @@ struct Flags {
   bool zero = false;
   unsigned tcache = 0;   // 0 automatic, 1 none, n >= 2 explicit cache n - 2
   unsigned arena = 0;    // 0 automatic, n >= 1 arena n - 1
+  /// Only an alignment (the aligned standard entry points).
+  static Flags aligned(size_t alignment) {
+    Flags f;
+    f.alignment = alignment;
+    return f;
+  }
   static Flags decode(int flags) {
     Flags f;
     unsigned lg = static_cast<unsigned>(flags) & 0x3f;
@@ -65,21 +71,39 @@ JE_NOINLINE_COLD void* malloc_slow(size_t size);
 /// mallocx(size, 0) semantics (errno untouched).
 JE_NOINLINE_COLD void* mallocx_slow(size_t size);
 JE_NOINLINE_COLD void free_slow(void* ptr);
-JE_NOINLINE_COLD void sized_free_slow(void* ptr, size_t size);
 
-/// General allocation: usize from usize_for(); nullptr on failure (errno untouched). `request`
-/// is the size the caller asked for (0: unknown), which decides the oversize arena as in 5.3.0.
-void* allocate(size_t usize, size_t alignment, bool zero, unsigned tcache_flag, unsigned arena_flag,
-               size_t request = 0);
+/// One decoded request: what the caller asked for, the usable size it rounds to, and the
+/// *allocx flags (all zero for the standard entry points). Each entry point builds one and
+/// passes it down whole; the policy (arena choice, in-place resizes) lives below, in
+/// src/arena/large.h.
+struct Request {
+  size_t size = 0;   // bytes asked for; 0 when unknown (a retry after the new-handler)
+  size_t usize = 0;  // usable size (0: impossible -- too large or bad alignment)
+  Flags flags;
+  /// The usable size from usize_for(); entry points with their own rounding (the aligned ones,
+  /// which turn size 0 into 1) fill `usize` themselves.
+  JE_ALWAYS_INLINE static Request of(size_t size, Flags f) {
+    return Request{size, usize_for(size, f.alignment), f};
+  }
+};
+
+/// General allocation of `r.usize` bytes (r.size decides the oversize arena as in 5.3.0, see
+/// large_huge_key); nullptr on failure, also for usize 0 (errno untouched).
+void* allocate(const Request& r);
 /// General deallocation of a pointer we own (ptr non-null).
 void deallocate(void* ptr, unsigned tcache_flag);
-/// Deallocation with a size hint (sdallocx, sized delete): the class comes from the size.
-void deallocate_sized(void* ptr, size_t usize, unsigned tcache_flag);
-/// realloc/rallocx: resize, moving if needed. nullptr on failure (old block intact).
-void* reallocate(void* ptr, size_t size, size_t alignment, bool zero, unsigned tcache_flag,
-                 unsigned arena_flag);
-/// xallocx: resize in place only; returns the resulting usable size.
-size_t resize_in_place(void* ptr, size_t size, size_t extra, size_t alignment, bool zero);
+/// The slow path of the sized frees that carry flags or an alignment (sdallocx with flags, sized
+/// aligned operator delete; sized_free_fast falls back to free_slow): a null `ptr` is ignored,
+/// otherwise exactly deallocate(). The size the caller gave is not used -- the map lookup finds
+/// the class and the owner, as for free -- so it takes none.
+void deallocate_sized(void* ptr, unsigned tcache_flag);
+/// realloc/rallocx: resize to `r.size` (r.usize from Request::of), in place when the rules
+/// allow (arena_ralloc_no_move), else allocate, copy, free. nullptr on failure (old block
+/// intact).
+void* reallocate(void* ptr, const Request& r);
+/// xallocx: resize in place only, to [size, size + extra] with `f`'s alignment and zeroing;
+/// returns the resulting usable size (0 for a pointer we do not own).
+size_t resize_in_place(void* ptr, size_t size, size_t extra, const Flags& f);
 /// Usable size of an allocation.
 size_t usable_size(const void* ptr);
 /// Make sure the library is initialized (first call from any entry point). False on failure.
@@ -125,7 +149,8 @@ JE_ALWAYS_INLINE void free_fast(void* ptr) {
   free_slow(ptr);
 }
 
-/// Sized free: the class comes from the size, no map lookup (the caller vouches for it).
+/// Sized free: on the fast path the class comes from the size, no map lookup (the caller
+/// vouches for it); the slow path is free's (the size is not used there).
 JE_ALWAYS_INLINE void sized_free_fast(void* ptr, size_t size) {
   if (JE_LIKELY(size <= sc::kLookupMaxClass)) {
     Tsd& tsd = t_tsd;
@@ -138,7 +163,7 @@ JE_ALWAYS_INLINE void sized_free_fast(void* ptr, size_t size) {
       }
     }
   }
-  sized_free_slow(ptr, size);
+  free_slow(ptr);
 }
 
 }  // namespace je::api

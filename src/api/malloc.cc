@@ -26,8 +26,8 @@ JE_NOINLINE_COLD void* aligned_slow(size_t alignment, size_t size, size_t min_al
     *err = EINVAL;
     return nullptr;
   }
-  size_t usize = sz::sa2u(size == 0 ? 1 : size, alignment);
-  void* p = usize == 0 ? nullptr : allocate(usize, alignment, false, kTcacheAuto, 0);
+  Request r{size, sz::sa2u(size == 0 ? 1 : size, alignment), Flags::aligned(alignment)};
+  void* p = r.usize == 0 ? nullptr : allocate(r);
   if (p == nullptr) *err = ENOMEM;
   return p;
 }
@@ -37,7 +37,11 @@ JE_NOINLINE_COLD void* realloc_zero(void* ptr) {
   switch (g_opt.zero_realloc_action) {
     case ZeroReallocAction::kAlloc:
       // Keep the block alive as a minimal allocation, bypassing the cache for a true fit.
-      return reallocate(ptr, 1, 0, false, kTcacheNone, 0);
+      {
+        Flags f;
+        f.tcache = kTcacheNone;
+        return reallocate(ptr, Request::of(1, f));
+      }
     case ZeroReallocAction::kAbort:
       // 5.3.0's words exactly, without the "<jemalloc>: " prefix its other messages carry.
       io_printf("Called realloc(non-null-ptr, 0) with zero_realloc:abort set\n");
@@ -70,7 +74,9 @@ JE_EXPORT void* calloc(size_t num, size_t size) noexcept {
     return p;
   }
   // Large: fresh or purged extents are already zero, so let the page allocator decide.
-  void* p = allocate(sz::s2u(total), 0, true, kTcacheAuto, 0, total);
+  Flags f;
+  f.zero = true;
+  void* p = allocate(Request::of(total, f));
   if (JE_UNLIKELY(p == nullptr)) errno = ENOMEM;
   return p;
 }
@@ -78,7 +84,7 @@ JE_EXPORT void* calloc(size_t num, size_t size) noexcept {
 JE_EXPORT void* realloc(void* ptr, size_t size) noexcept {
   if (JE_UNLIKELY(ptr == nullptr)) return malloc_fast(size);
   if (JE_UNLIKELY(size == 0)) return realloc_zero(ptr);
-  void* p = reallocate(ptr, size, 0, false, kTcacheAuto, 0);
+  void* p = reallocate(ptr, Request::of(size, {}));
   if (JE_UNLIKELY(p == nullptr)) errno = ENOMEM;
   return p;
 }

@@ -4,8 +4,9 @@
 // failure, operator new calls the installed
 // std::new_handler and retries, and throws std::bad_alloc when there is none; the nothrow
 // forms run the same loop but return nullptr (a handler's bad_alloc ends the loop). Aligned
-// forms allocate with the requested alignment; sized and aligned deletes pass what they know
-// on, as sdallocx does.
+// forms allocate with the requested alignment; sized deletes take the sized-free path as
+// sdallocx does (the size picks the cache bin on the fast path; the slow path, the only one
+// for aligned sized deletes, frees by the map lookup and ignores it).
 #include <new>
 
 #include "api/alloc_path.h"
@@ -48,7 +49,7 @@ JE_NOINLINE_COLD void* handle_oom(size_t usize, size_t alignment) {
     } else {
       handler();
     }
-    void* p = usize == 0 ? nullptr : allocate(usize, alignment, false, kTcacheAuto, 0);
+    void* p = usize == 0 ? nullptr : allocate(Request{0, usize, Flags::aligned(alignment)});
     if (p != nullptr) return p;
   }
   if constexpr (!kNothrow) {
@@ -67,7 +68,7 @@ JE_NOINLINE_COLD void* handle_oom(size_t usize, size_t alignment) {
 template <bool kNothrow>
 JE_NOINLINE_COLD void* new_slow(size_t size) {
   size_t usize = sz::s2u(size);
-  void* p = usize == 0 ? nullptr : allocate(usize, 0, false, kTcacheAuto, 0, size);
+  void* p = usize == 0 ? nullptr : allocate(Request{size, usize, {}});
   return p != nullptr ? p : handle_oom<kNothrow>(usize, 0);
 }
 
@@ -75,13 +76,8 @@ template <bool kNothrow>
 void* new_aligned(size_t size, std::align_val_t al) {
   size_t alignment = static_cast<size_t>(al);
   size_t usize = sz::sa2u(size == 0 ? 1 : size, alignment);
-  void* p = usize == 0 ? nullptr : allocate(usize, alignment, false, kTcacheAuto, 0);
+  void* p = usize == 0 ? nullptr : allocate(Request{size, usize, Flags::aligned(alignment)});
   return p != nullptr ? p : handle_oom<kNothrow>(usize, alignment);
-}
-
-void delete_aligned(void* p, size_t size, std::align_val_t al) {
-  if (p == nullptr) return;
-  deallocate_sized(p, sz::sa2u(size == 0 ? 1 : size, static_cast<size_t>(al)), kTcacheAuto);
 }
 
 }  // namespace
@@ -128,9 +124,9 @@ JE_CXX_EXPORT void operator delete(void* p, std::align_val_t, const std::nothrow
 JE_CXX_EXPORT void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
   if (p != nullptr) deallocate(p, kTcacheAuto);
 }
-JE_CXX_EXPORT void operator delete(void* p, size_t size, std::align_val_t al) noexcept {
-  delete_aligned(p, size, al);
+JE_CXX_EXPORT void operator delete(void* p, size_t, std::align_val_t) noexcept {
+  deallocate_sized(p, kTcacheAuto);
 }
-JE_CXX_EXPORT void operator delete[](void* p, size_t size, std::align_val_t al) noexcept {
-  delete_aligned(p, size, al);
+JE_CXX_EXPORT void operator delete[](void* p, size_t, std::align_val_t) noexcept {
+  deallocate_sized(p, kTcacheAuto);
 }

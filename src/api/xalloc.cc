@@ -13,20 +13,17 @@ extern "C" {
 
 JE_EXPORT void* mallocx(size_t size, int flags) {
   if (JE_LIKELY(flags == 0)) return alloc_fast<mallocx_slow>(size);
-  Flags f = Flags::decode(flags);
-  size_t usize = usize_for(size, f.alignment);
-  if (JE_UNLIKELY(usize == 0)) return nullptr;
-  return allocate(usize, f.alignment, f.zero, f.tcache, f.arena, size);
+  Request r = Request::of(size, Flags::decode(flags));
+  if (JE_UNLIKELY(r.usize == 0)) return nullptr;
+  return allocate(r);
 }
 
 JE_EXPORT void* rallocx(void* ptr, size_t size, int flags) {
-  Flags f = Flags::decode(flags);
-  return reallocate(ptr, size, f.alignment, f.zero, f.tcache, f.arena);
+  return reallocate(ptr, Request::of(size, Flags::decode(flags)));
 }
 
 JE_EXPORT size_t xallocx(void* ptr, size_t size, size_t extra, int flags) {
-  Flags f = Flags::decode(flags);
-  return resize_in_place(ptr, size, extra, f.alignment, f.zero);
+  return resize_in_place(ptr, size, extra, Flags::decode(flags));
 }
 
 JE_EXPORT size_t sallocx(const void* ptr, int) { return usable_size(ptr); }
@@ -44,8 +41,7 @@ JE_EXPORT void sdallocx(void* ptr, size_t size, int flags) {
     sized_free_fast(ptr, size);
     return;
   }
-  Flags f = Flags::decode(flags);
-  deallocate_sized(ptr, usize_for(size, f.alignment), f.tcache);
+  deallocate_sized(ptr, Flags::decode(flags).tcache);
 }
 
 JE_EXPORT size_t nallocx(size_t size, int flags) {

@@ -49,44 +49,66 @@ void Pac::update_may_force_decay() {
 
 void Pac::count_alloc(PacSource src, size_t size) { core_.counters.add_alloc(src, size >> kLgPage); }
 
-Edata* Pac::take_cached(size_t size, size_t alignment, bool zero, PacSource* src) {
+// The one allocation cascade, for a new extent (`expand` nullptr) and for in-place growth
+// (`expand`: only the free extent right after it can serve). The muzzy ecache is consulted
+// only while muzzy decay is on: with muzzy_decay_ms 0 purging never moves pages there.
+Edata* Pac::obtain(Edata* expand, size_t size, size_t alignment, bool zero, bool may_grow,
+                   PacSource* src) {
   *src = PacSource::kDirty;
-  Edata* e = extent::ecache_alloc(core_, core_.ecache_dirty, nullptr, size, alignment, zero);
+  Edata* e = extent::ecache_alloc(core_, core_.ecache_dirty, expand, size, alignment, zero);
   if (e == nullptr && may_have_muzzy()) {
     *src = PacSource::kMuzzy;
-    e = extent::ecache_alloc(core_, core_.ecache_muzzy, nullptr, size, alignment, zero);
+    e = extent::ecache_alloc(core_, core_.ecache_muzzy, expand, size, alignment, zero);
   }
   // Ours (opt.reuse_before_grow): the lg_max_fit bound keeps big dirty extents whole for big
   // requests, but when the alternative is retained or new memory -- a page fault per page and
   // more RSS while the big extent sits resident and unused -- splitting it is the better deal.
-  // The unlocked page count only skips a search that cannot succeed.
-  if (e == nullptr && reuse_before_grow_ && lg_max_fit() < Eset::kUnboundedFit &&
-      core_.ecache_dirty.npages() >= (size >> kLgPage)) {
+  // The unlocked page count only skips a search that cannot succeed. (In-place growth has one
+  // candidate, the neighbour, which the bound never applies to.)
+  if (e == nullptr && expand == nullptr && reuse_before_grow_ &&
+      lg_max_fit() < Eset::kUnboundedFit && core_.ecache_dirty.npages() >= (size >> kLgPage)) {
     *src = PacSource::kDirty;
     e = extent::ecache_alloc(core_, core_.ecache_dirty, nullptr, size, alignment, zero,
                              /*bounded=*/false);
   }
+  if (e == nullptr && may_grow) e = take_grown(expand, size, alignment, zero, src);
   return e;
+}
+
+Edata* Pac::take_grown(Edata* expand, size_t size, size_t alignment, bool zero, PacSource* src) {
+  bool fresh;
+  Edata* e = extent::ecache_alloc_grow(core_, expand, size, alignment, zero, &fresh);
+  *src = fresh ? PacSource::kFresh : PacSource::kRetained;
+  return e;
+}
+
+void Pac::account_obtained(PacSource src, size_t size) {
+  if (src == PacSource::kFresh || src == PacSource::kRetained) {
+    core_.mapped.fetch_add(size, std::memory_order_relaxed);
+  }
+  note_active_grown(size >> kLgPage);
+  count_alloc(src, size);
 }
 
 Edata* Pac::alloc(size_t size, size_t alignment, bool zero, bool may_grow) {
   PacSource src;
-  Edata* e = take_cached(size, alignment, zero, &src);
-  if (e == nullptr) return may_grow ? grow(size, alignment, zero) : nullptr;
-  note_active_grown(size >> kLgPage);
-  count_alloc(src, size);
+  Edata* e = obtain(nullptr, size, alignment, zero, may_grow, &src);
+  if (e != nullptr) new_extent_obtained(src, size);
   return e;
 }
 
 Edata* Pac::grow(size_t size, size_t alignment, bool zero) {
-  bool fresh;
-  Edata* e = extent::ecache_alloc_grow(core_, nullptr, size, alignment, zero, &fresh);
-  if (e == nullptr) return nullptr;
-  core_.mapped.fetch_add(size, std::memory_order_relaxed);
-  note_active_grown(size >> kLgPage);
-  count_alloc(fresh ? PacSource::kFresh : PacSource::kRetained, size);
-  if (purge_on_grow_) purge_for_growth(size >> kLgPage);
+  PacSource src;
+  Edata* e = take_grown(nullptr, size, alignment, zero, &src);
+  if (e != nullptr) new_extent_obtained(src, size);
   return e;
+}
+
+void Pac::new_extent_obtained(PacSource src, size_t size) {
+  account_obtained(src, size);
+  if (purge_on_grow_ && (src == PacSource::kFresh || src == PacSource::kRetained)) {
+    purge_for_growth(size >> kLgPage);
+  }
 }
 
 // Ours (opt.purge_on_grow). We get here only when nothing cached fits the request, so the dirty
@@ -175,27 +197,15 @@ uint64_t Pac::hold_ns_until_rotation_locked(uint64_t now_ns, int64_t ms) const {
 bool Pac::expand(Edata* e, size_t old_size, size_t new_size, bool zero) {
   if (core_.ehooks.merge_will_fail()) return false;
   size_t amount = new_size - old_size;
-  size_t mapped_add = 0;
-  PacSource src = PacSource::kDirty;
-  Edata* trail = extent::ecache_alloc(core_, core_.ecache_dirty, e, amount, kPage, zero);
-  if (trail == nullptr) {
-    src = PacSource::kMuzzy;
-    trail = extent::ecache_alloc(core_, core_.ecache_muzzy, e, amount, kPage, zero);
-  }
-  if (trail == nullptr) {
-    bool fresh;
-    trail = extent::ecache_alloc_grow(core_, e, amount, kPage, zero, &fresh);
-    if (trail == nullptr) return false;
-    src = fresh ? PacSource::kFresh : PacSource::kRetained;
-    mapped_add = amount;
-  }
+  PacSource src;
+  Edata* trail = obtain(e, amount, kPage, zero, /*may_grow=*/true, &src);
+  if (trail == nullptr) return false;
   if (!extent::merge_wrapper(core_, e, trail)) {
     extent::dalloc_wrapper(core_, trail);
     return false;
   }
-  core_.mapped.fetch_add(mapped_add, std::memory_order_relaxed);
-  note_active_grown(amount >> kLgPage);
-  count_alloc(src, amount);
+  // Growth in place does not purge (opt.purge_on_grow acts on new extents only).
+  account_obtained(src, amount);
   return true;
 }
 

@@ -114,7 +114,8 @@ class Pac {
   /// The growth half of alloc(): retained address space, else a new mapping; then, with
   /// opt.purge_on_grow, up to as many dirty pages purged as were grown (purge_for_growth).
   Edata* grow(size_t size, size_t alignment, bool zero);
-  /// Grow `e` in place to new_size by absorbing the free extent that follows it.
+  /// Grow `e` in place to new_size by absorbing the free extent that follows it, found by the
+  /// same cascade as alloc() (dirty, muzzy while muzzy decay is on, retained, new mapping).
   bool expand(Edata* e, size_t old_size, size_t new_size, bool zero);
   /// Shrink `e` to new_size, recording the tail as dirty.
   bool shrink(Edata* e, size_t old_size, size_t new_size);
@@ -201,8 +202,19 @@ class Pac {
   void decay_to_limit(ExtentState which, bool fully, size_t npages_limit, size_t npages_max);
   size_t decay_stashed(ExtentState which, bool fully, EdataList* stash);
   void count_alloc(PacSource src, size_t size);
-  /// dirty (bounded), muzzy, then dirty without the bound (reuse_before_grow); no accounting.
-  Edata* take_cached(size_t size, size_t alignment, bool zero, PacSource* src);
+  /// The one cascade behind alloc(), grow() and expand(): dirty (bounded), muzzy (only while
+  /// muzzy decay is on), dirty without the bound (new extents only, opt.reuse_before_grow),
+  /// then, with `may_grow`, take_grown(). `expand` non-null: only the free extent right after
+  /// it, of exactly `size` bytes, can serve. *src says where the extent came from; no
+  /// accounting.
+  Edata* obtain(Edata* expand, size_t size, size_t alignment, bool zero, bool may_grow,
+                PacSource* src);
+  /// The growth step of obtain(): retained address space, else a new mapping.
+  Edata* take_grown(Edata* expand, size_t size, size_t alignment, bool zero, PacSource* src);
+  /// `size` bytes from `src` became active: mapped (growth only), nactive/peak, counters.
+  void account_obtained(PacSource src, size_t size);
+  /// account_obtained() for a new extent, then, after growth, opt.purge_on_grow.
+  void new_extent_obtained(PacSource src, size_t size);
   /// opt.purge_on_grow: after growing by `npages`, purge up to that many dirty pages, taking
   /// only extents of at least kGrowPurgeMinPages and keeping max(kGrowPurgeMinKeepPages,
   /// nactive / kGrowPurgeActiveDiv) dirty.

@@ -106,6 +106,43 @@ TEST(Pac, PurgeDirtyToMuzzyThenRetained) {
   EXPECT_EQ(pac->counter(PacCounter::muzzy_purged), 129u);
 }
 
+// In-place growth takes the same cascade as a new extent: a muzzy neighbour is absorbed while
+// muzzy decay is on; with muzzy_decay_ms 0 the muzzy ecache is not even looked at (its lock is
+// not taken), as for alloc().
+uint64_t muzzy_lock_ops(Pac* pac) {
+  Mutex& m = core(pac).ecache_muzzy.mtx;
+  MutexGuard g(m);
+  return m.stats().num_ops;
+}
+
+TEST(Pac, ExpandAbsorbsMuzzyNeighbour) {
+  Pac* pac = make_pac(opts(-1, 10000));
+  Edata* e = pac->alloc(64 * kKiB, kPg, false);
+  Edata* n = pac->alloc(64 * kKiB, kPg, false);
+  pac->alloc(4 * kKiB, kPg, false);  // fence
+  ASSERT_EQ(n->base(), e->past());
+  pac->dalloc(n);
+  pac->decay_all(ExtentState::kDirty, false);  // the neighbour goes muzzy
+  ASSERT_EQ(pac->nmuzzy(), 16u);
+  const uint64_t muzzy_allocs = pac->counter(PacCounter::muzzy_allocs);
+  ASSERT_TRUE(pac->expand(e, 64 * kKiB, 128 * kKiB, false));
+  EXPECT_EQ(e->size, 128 * kKiB);
+  EXPECT_EQ(pac->nmuzzy(), 0u);
+  EXPECT_EQ(pac->counter(PacCounter::muzzy_allocs), muzzy_allocs + 1);
+}
+
+TEST(Pac, ExpandSkipsMuzzyWithoutMuzzyDecay) {
+  for (int64_t muzzy_ms : {int64_t{0}, int64_t{10000}}) {
+    Pac* pac = make_pac(opts(10000, muzzy_ms));
+    Edata* e = pac->alloc(64 * kKiB, kPg, false);
+    pac->alloc(4 * kKiB, kPg, false);  // active neighbour: nothing can serve the growth
+    const uint64_t before = muzzy_lock_ops(pac);
+    EXPECT_FALSE(pac->expand(e, 64 * kKiB, 128 * kKiB, false));
+    // One lock for the reading itself; the muzzy lookup adds one only with muzzy decay on.
+    EXPECT_EQ(muzzy_lock_ops(pac) - before, muzzy_ms == 0 ? 1u : 2u) << muzzy_ms;
+  }
+}
+
 TEST(Pac, FullyDecaySkipsMuzzy) {
   Pac* pac = make_pac(opts(-1, 10000));
   Edata* e = pac->alloc(64 * kKiB, kPg, false);
