@@ -96,7 +96,7 @@ void idalloc(Tcache* tc, void* ptr, const EmapEntry& ent) {
 // A pointer this library did not hand out (or already freed beyond recognition). Ignored,
 // unless opt.abort asks to stop at misuse.
 JE_NOINLINE_COLD void invalid_pointer(const char* func, const void* ptr) {
-  if (g_opt.abort) je_abort_msg("<jemalloc>: %s(): invalid pointer %p\n", func, ptr);
+  if (g_opt.abort) je_abort_msg("%s(): invalid pointer %p", func, ptr);
 }
 
 Arena* explicit_arena(unsigned arena_flag, bool* bad) {
