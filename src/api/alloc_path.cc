@@ -9,7 +9,7 @@
 #include "arena/arenas.h"
 #include "arena/large.h"
 #include "support/malloc_io.h"
-#include "support/opt.h"
+#include "ctl/opt.h"
 
 namespace je::api {
 

@@ -3,17 +3,22 @@
 
 #include <pthread.h>
 
+#include <array>
 #include <cstdlib>
 
 #include "api/fork.h"
 #include "api/globals.h"
+#include "arena/arena_options.h"
 #include "arena/background_thread.h"
 #include "ctl/conf.h"
+#include "ctl/opt.h"
 #include "ctl/stats_print.h"
+#include "meta/sc.h"
 #include "support/config.h"
 #include "support/malloc_io.h"
-#include "support/opt.h"
 #include "thread/core_boot.h"
+#include "thread/tcache.h"
+#include "thread/thread_options.h"
 
 namespace je::api {
 
@@ -30,6 +35,79 @@ void print_stats_at_exit() { stats_print(nullptr, nullptr, g_opt.stats_print_opt
 // opt.stats_interval: a report every stats_interval bytes allocated.
 void print_stats_interval() { stats_print(nullptr, nullptr, g_opt.stats_interval_opts); }
 
+static_assert(kOptNBins == sc::kNBins, "per-bin options must cover every small bin");
+static_assert(kOptMaxBackgroundThreadsLimit == kMaxBackgroundThreadsLimit);
+static_assert(kOptMaxBackgroundThreadsDefault == kMaxBackgroundThreadsDefault);
+static_assert(kOptTcacheMaxLimit == kTcacheMaxClassLimit);
+
+// The core's enumeration for each choice option, indexed by the table's enum (whose values are
+// the indexes of the option's name list, src/ctl/opt.h).
+constexpr PercpuArena kPercpuOf[] = {PercpuArena::kPercpu, PercpuArena::kPhycpu,
+                                     PercpuArena::kDisabled};
+constexpr MetadataThp kMetadataThpOf[] = {MetadataThp::kDisabled, MetadataThp::kAuto,
+                                          MetadataThp::kAlways};
+constexpr CoreThp kThpOf[] = {CoreThp::kDefault, CoreThp::kAlways, CoreThp::kNever};
+static_assert(std::size(kPercpuOf) == std::size(kPercpuArenaNames));
+static_assert(std::size(kMetadataThpOf) == std::size(kMetadataThpNames));
+static_assert(std::size(kThpOf) == std::size(kThpNames));
+
+template <class To, size_t N, class From>
+constexpr To core_enum(const To (&map)[N], From v) {
+  return map[static_cast<size_t>(v)];
+}
+
+// The core's configuration from the option table: the only place the option values go down
+// the layer stack (src/README.md, "Where options live").
+constexpr CoreConfig core_config(const Options& o) {
+  CoreConfig c;
+  c.abort = o.abort;
+  c.trust_madvise = o.trust_madvise;
+  c.thp = core_enum(kThpOf, o.thp_mode);
+  c.slab_pages = o.slab_sizes;
+  c.bin_shards = o.bin_shards;
+  c.mutex_max_spin = o.mutex_max_spin;
+  ArenaOptions& a = c.arena;
+  a.narenas = o.narenas;
+  a.narenas_ratio = o.narenas_ratio;
+  a.percpu = core_enum(kPercpuOf, o.percpu_arena_mode);
+  a.oversize_threshold = o.oversize_threshold;
+  a.dirty_decay_ms = o.dirty_decay_ms;
+  a.muzzy_decay_ms = o.muzzy_decay_ms;
+  a.bounded_coalesce = o.bounded_coalesce;
+  a.idle_arena_decay = o.idle_arena_decay;
+  a.borrow_dirty = o.borrow_dirty;
+  a.retain = o.retain;
+  a.lg_extent_max_active_fit = o.lg_extent_max_active_fit;
+  a.reuse_before_grow = o.reuse_before_grow;
+  a.extent_best_fit = o.extent_best_fit;
+  a.purge_on_grow = o.purge_on_grow;
+  a.decay_hold_peak = o.decay_hold_peak;
+  a.metadata_thp = core_enum(kMetadataThpOf, o.metadata_thp_mode);
+  a.max_background_threads = o.max_background_threads;
+  a.zero = o.zero;
+  a.junk_alloc = o.junk_alloc;
+  a.junk_free = o.junk_free;
+  ThreadOptions& t = c.thread;
+  t.tcache = o.tcache;
+  t.tcache_max = o.tcache_max;
+  t.tcache_nslots_small_min = o.tcache_nslots_small_min;
+  t.tcache_nslots_small_max = o.tcache_nslots_small_max;
+  t.lg_tcache_nslots_mul = o.lg_tcache_nslots_mul;
+  t.tcache_nslots_large = o.tcache_nslots_large;
+  t.tcache_gc_incr_bytes = o.tcache_gc_incr_bytes;
+  t.tcache_gc_delay_bytes = o.tcache_gc_delay_bytes;
+  t.lg_tcache_flush_small_div = o.lg_tcache_flush_small_div;
+  t.lg_tcache_flush_large_div = o.lg_tcache_flush_large_div;
+  t.stats_interval = o.stats_interval;
+  return c;
+}
+
+// CoreConfig's member defaults are the option table's defaults, so unit tests that boot with
+// CoreConfig{} run the library's default configuration.
+constexpr Options kDefaultOptions{};
+static_assert(core_config(kDefaultOptions) == CoreConfig{},
+              "CoreConfig / ArenaOptions / ThreadOptions defaults differ from the option table");
+
 bool init_hard() {
   io_set_writer(&forward_message);
   ConfSources sources;
@@ -37,15 +115,11 @@ bool init_hard() {
   sources.global_malloc_conf = global_malloc_conf();
   sources.conf_2_conf_harder = global_conf_harder();
   conf_init(sources);
-  CoreConfig core;
-  core.trust_madvise = g_opt.trust_madvise;
-  core.thp = g_opt.thp_mode;
-  core.metadata_thp = g_opt.metadata_thp_mode;
-  core.slab_pages = g_opt.slab_sizes;
-  core.bin_shards = g_opt.bin_shards;
-  core.mutex_max_spin = g_opt.mutex_max_spin;
+  CoreConfig core = core_config(g_opt);
   core.stats_interval_hook = &print_stats_interval;
-  return core_boot(core);
+  if (!core_boot(core)) return false;
+  conf_adopt_boot_values();  // narenas, oversize_threshold, max_background_threads for opt.*
+  return true;
 }
 
 }  // namespace

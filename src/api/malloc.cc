@@ -10,9 +10,9 @@
 
 #include "api/alloc_path.h"
 #include "ctl/ctl.h"
+#include "ctl/opt.h"
 #include "jemalloc/jemalloc.h"
 #include "support/malloc_io.h"
-#include "support/opt.h"
 
 using namespace je;
 using namespace je::api;

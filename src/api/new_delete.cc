@@ -10,8 +10,8 @@
 #include <new>
 
 #include "api/alloc_path.h"
+#include "ctl/opt.h"
 #include "support/malloc_io.h"
-#include "support/opt.h"
 
 // The C++ runtime is not a dependency of the library: a C program that loads it (redis-server,
 // for one) would otherwise pay libstdc++'s start-up and resident pages, 1.3 MiB measured. These

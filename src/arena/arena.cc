@@ -4,12 +4,12 @@
 #include <cstring>
 #include <new>
 
+#include "arena/arena_options.h"
 #include "arena/arenas.h"
 #include "arena/background_thread.h"
 #include "extent/emap.h"
 #include "meta/sz.h"
 #include "support/nstime.h"
-#include "support/opt.h"
 #include "support/prng.h"
 
 namespace je {
@@ -35,7 +35,7 @@ void bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory
 }  // namespace
 
 Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
-  Base* base = Base::create(ind, static_cast<MetadataThp>(g_opt.metadata_thp_mode));
+  Base* base = Base::create(ind, g_arena_opt.metadata_thp);
   if (base == nullptr) return nullptr;
   void* mem = base->alloc(sizeof(Arena), alignof(Arena));
   if (mem == nullptr) {
@@ -58,13 +58,13 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
   o.ind = ind;
   o.base = base;
   o.hooks = hooks;
-  o.retain = g_opt.retain;
-  o.lg_max_fit = static_cast<unsigned>(g_opt.lg_extent_max_active_fit);
+  o.retain = g_arena_opt.retain;
+  o.lg_max_fit = static_cast<unsigned>(g_arena_opt.lg_extent_max_active_fit);
   o.bounded_coalesce = arenas_bounded_coalesce_default();
-  o.reuse_before_grow = g_opt.reuse_before_grow;
-  o.best_fit = g_opt.extent_best_fit;
-  o.purge_on_grow = g_opt.purge_on_grow;
-  o.decay_hold_peak = g_opt.decay_hold_peak;
+  o.reuse_before_grow = g_arena_opt.reuse_before_grow;
+  o.best_fit = g_arena_opt.extent_best_fit;
+  o.purge_on_grow = g_arena_opt.purge_on_grow;
+  o.decay_hold_peak = g_arena_opt.decay_hold_peak;
   // Arena 0 is made before 5.3.0 applies opt.oversize_threshold, so it keeps the built-in
   // 8 MiB whatever the option says (arena.0.oversize_threshold reads 8388608 there too).
   o.oversize_threshold = ind == 0 ? kArena0OversizeThreshold : arenas_oversize_threshold();
@@ -239,7 +239,7 @@ void Arena::randomize_offset(Edata* e, size_t alignment) {
 bool Arena::may_share_pages() const {
   // percpu_arena asks for CPU-local arenas: their pages stay theirs.
   return !manual_ && ind_ < arenas_narenas_auto() && pac_.default_hooks() &&
-         g_opt.percpu_arena_mode == PercpuArenaMode::kDisabled;
+         g_arena_opt.percpu == PercpuArena::kDisabled;
 }
 
 void* Arena::malloc_large(size_t usize, size_t alignment, bool zero, bool may_borrow) {
@@ -247,7 +247,7 @@ void* Arena::malloc_large(size_t usize, size_t alignment, bool zero, bool may_bo
   const size_t size = usize + sz::kLargePad;
   Arena* owner = this;
   Edata* e;
-  if (may_borrow && g_opt.borrow_dirty && may_share_pages()) {
+  if (may_borrow && g_arena_opt.borrow_dirty && may_share_pages()) {
     // Ours (opt.borrow_dirty): this arena's own cached pages first; then, rather than grow
     // (new pages, a fault each, while other arenas hold resident free pages -- a producer's
     // arena filling up while its consumers' arenas hold what they freed), a fitting cached

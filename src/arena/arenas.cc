@@ -11,7 +11,6 @@
 #include "support/malloc_io.h"
 #include "support/mutex.h"
 #include "support/nstime.h"
-#include "support/opt.h"
 
 namespace je {
 
@@ -62,37 +61,40 @@ unsigned default_narenas(unsigned ncpus, uint32_t ratio) {
 
 }  // namespace
 
-bool arenas_boot() {
-  g_dirty_default.store(g_opt.dirty_decay_ms, std::memory_order_relaxed);
-  g_muzzy_default.store(g_opt.muzzy_decay_ms, std::memory_order_relaxed);
-  g_bounded_default.store(g_opt.bounded_coalesce, std::memory_order_relaxed);
+constinit ArenaOptions g_arena_opt;
+
+bool arenas_boot(const ArenaOptions& opts) {
+  g_arena_opt = opts;
+  ArenaOptions& o = g_arena_opt;
+  g_dirty_default.store(o.dirty_decay_ms, std::memory_order_relaxed);
+  g_muzzy_default.store(o.muzzy_decay_ms, std::memory_order_relaxed);
+  g_bounded_default.store(o.bounded_coalesce, std::memory_order_relaxed);
   unsigned ncpus = sysinfo::ncpus();
   // percpu_arena needs an arena per CPU (or per core): at least that many, and when narenas is
   // not set, exactly that many.
-  if (g_opt.percpu_arena_mode != PercpuArenaMode::kDisabled) {
-    unsigned limit = g_opt.percpu_arena_mode == PercpuArenaMode::kPhycpu && ncpus > 1
+  if (o.percpu != PercpuArena::kDisabled) {
+    unsigned limit = o.percpu == PercpuArena::kPhycpu && ncpus > 1
                          ? ncpus / 2 + ncpus % 2
                          : ncpus;
-    if (g_opt.narenas < limit) g_opt.narenas = limit;
+    if (o.narenas < limit) o.narenas = limit;
     g_percpu_limit = limit;
   }
-  if (g_opt.narenas == 0) g_opt.narenas = default_narenas(ncpus, g_opt.narenas_ratio);
+  if (o.narenas == 0) o.narenas = default_narenas(ncpus, o.narenas_ratio);
   // Only the arenas made are limited to what MALLOCX_ARENA can name; opt.narenas keeps the
   // configured (or computed) value, as in 5.3.0.
-  g_narenas_auto = g_opt.narenas;
+  g_narenas_auto = o.narenas;
   if (g_narenas_auto > kMaxArenas - 1) {
     g_narenas_auto = kMaxArenas - 1;
     io_printf("<jemalloc>: Reducing narenas to limit (%u)\n", kMaxArenas - 1);
   }
   g_narenas_total.store(g_narenas_auto, std::memory_order_relaxed);
   // The oversize threshold must name a large size; anything else disables the huge arena.
-  if (g_opt.oversize_threshold < sc::kLargeMinClass ||
-      g_opt.oversize_threshold > sc::kLargeMaxClass) {
-    g_opt.oversize_threshold = 0;
+  if (o.oversize_threshold < sc::kLargeMinClass || o.oversize_threshold > sc::kLargeMaxClass) {
+    o.oversize_threshold = 0;
     g_oversize_threshold = sc::kLargeMaxClass + config::kPage;
     g_huge_enabled = false;
   } else {
-    g_oversize_threshold = g_opt.oversize_threshold;
+    g_oversize_threshold = o.oversize_threshold;
     g_huge_enabled = true;
     g_huge_ind = g_narenas_auto;
     g_narenas_total.store(g_narenas_auto + 1, std::memory_order_relaxed);
@@ -183,7 +185,7 @@ void arena_decay_after_cache_teardown(Arena* cache_arena) {
 }
 
 void arenas_decay_sweep(const Arena* self) {
-  if (!g_opt.idle_arena_decay || background_thread_enabled()) return;
+  if (!g_arena_opt.idle_arena_decay || background_thread_enabled()) return;
   uint64_t now = nstime_now_ns();
   uint64_t due = g_next_sweep_ns.load(std::memory_order_relaxed);
   // One sweeper per interval: whoever moves the due time forward sweeps.
@@ -200,11 +202,11 @@ void arenas_decay_sweep(const Arena* self) {
 }
 
 Arena* arena_percpu() {
-  PercpuArenaMode mode = g_opt.percpu_arena_mode;
-  if (mode == PercpuArenaMode::kDisabled) return nullptr;
+  PercpuArena mode = g_arena_opt.percpu;
+  if (mode == PercpuArena::kDisabled) return nullptr;
   unsigned cpu = sysinfo::current_cpu();
   unsigned ncpus = sysinfo::ncpus();
-  if (mode == PercpuArenaMode::kPhycpu && cpu >= ncpus / 2) cpu -= ncpus / 2;
+  if (mode == PercpuArena::kPhycpu && cpu >= ncpus / 2) cpu -= ncpus / 2;
   // CPU ids can exceed the CPU count (affinity masks, hotplug): fold them into range.
   return arena_get(cpu % g_narenas_auto, /*create=*/true);
 }

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "arena/arena_options.h"
 #include "jemalloc/jemalloc.h"
 
 namespace je {
@@ -32,9 +33,11 @@ class Arena;
 /// Arena indices are 12 bits in MALLOCX_ARENA (0 means "automatic"), so at most 4095 arenas.
 inline constexpr unsigned kMaxArenas = 4095;
 
-/// Once, at library init: computes the number of automatic arenas (opt.narenas, default 4 x
-/// CPUs), sets opt.narenas to it, reserves the huge arena's index and creates arena 0.
-bool arenas_boot();
+/// Once, at library init: stores `opts` in g_arena_opt, computes the number of automatic arenas
+/// (opts.narenas, default 4 x CPUs) and stores it in g_arena_opt.narenas, settles
+/// g_arena_opt.oversize_threshold (0: no huge arena), reserves the huge arena's index and
+/// creates arena 0.
+bool arenas_boot(const ArenaOptions& opts);
 
 unsigned arenas_narenas_auto();
 /// arenas.narenas: one past the highest index ever handed out (auto + huge slot + manual).

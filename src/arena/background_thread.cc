@@ -10,10 +10,10 @@
 #include <new>
 
 #include "arena/arena.h"
+#include "arena/arena_options.h"
 #include "arena/arenas.h"
 #include "meta/base.h"
 #include "support/nstime.h"
-#include "support/opt.h"
 
 namespace je {
 
@@ -271,10 +271,10 @@ void mutex_stats_max(MutexStats* dst, const MutexStats& src) {
 bool background_thread_boot() {
   MutexGuard g(g_mtx);
   if (slots() != nullptr) return true;
-  if (g_opt.max_background_threads > kOptMaxBackgroundThreadsLimit) {
-    g_opt.max_background_threads = kOptMaxBackgroundThreadsDefault;
+  if (g_arena_opt.max_background_threads > kMaxBackgroundThreadsLimit) {
+    g_arena_opt.max_background_threads = kMaxBackgroundThreadsDefault;
   }
-  const unsigned n = static_cast<unsigned>(g_opt.max_background_threads);
+  const unsigned n = static_cast<unsigned>(g_arena_opt.max_background_threads);
   const unsigned nalloc = n == 0 ? 1 : n;  // the option's minimum is 1; be safe anyway
   void* mem = base_global()->alloc(sizeof(Slot) * nalloc, alignof(Slot));
   if (mem == nullptr) return false;

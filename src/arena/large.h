@@ -30,10 +30,10 @@
 #include <cstring>
 
 #include "arena/arena.h"
+#include "arena/arena_options.h"
 #include "extent/emap.h"
 #include "meta/sc.h"
 #include "support/compiler.h"
-#include "support/opt.h"
 
 namespace je {
 
@@ -43,14 +43,14 @@ inline constexpr unsigned char kJunkAllocByte = 0xa5;
 inline constexpr unsigned char kJunkFreeByte = 0x5a;
 
 /// Whether a new block must come zeroed: the caller asked, or opt.zero.
-inline bool alloc_zeroed(bool zero) { return zero || g_opt.zero; }
+inline bool alloc_zeroed(bool zero) { return zero || g_arena_opt.zero; }
 /// opt.junk, allocation side: a new block of `usize` bytes not zeroed is filled with junk.
 inline void junk_on_alloc(void* p, size_t usize, bool zeroed) {
-  if (JE_UNLIKELY(g_opt.junk_alloc) && !zeroed) std::memset(p, kJunkAllocByte, usize);
+  if (JE_UNLIKELY(g_arena_opt.junk_alloc) && !zeroed) std::memset(p, kJunkAllocByte, usize);
 }
 /// opt.junk, free side.
 inline void junk_on_free(void* p, size_t usize) {
-  if (JE_UNLIKELY(g_opt.junk_free)) std::memset(p, kJunkFreeByte, usize);
+  if (JE_UNLIKELY(g_arena_opt.junk_free)) std::memset(p, kJunkFreeByte, usize);
 }
 
 // ---- arena choice ------------------------------------------------------------------------

@@ -7,17 +7,18 @@
 #include <cstdint>
 #include <cstring>
 
+#include "arena/arena_options.h"
 #include "arena/bin_info.h"
+#include "ctl/opt.h"
 #include "meta/sc.h"
 #include "meta/sz.h"
 #include "os/sysinfo.h"
 #include "support/config.h"
 #include "support/malloc_io.h"
-#include "support/opt.h"
 
 namespace je {
 
-static_assert(kOptNBins == sc::kNBins, "support/opt.h's bin count must follow the size classes");
+static_assert(kOptNBins == sc::kNBins, "ctl/opt.h's bin count must follow the size classes");
 static_assert(kOptLargeMaxClass == sc::kLargeMaxClass);
 static_assert(kOptPage == config::kPage && kOptHugepage == config::kHugepage);
 static_assert(kOptTcacheMaxLimit <= sc::kLargeMaxClass);
@@ -540,6 +541,12 @@ bool conf_parse_string(const char* s) {
   g_had_error = false;
   second_pass(s);
   return !g_had_error;
+}
+
+void conf_adopt_boot_values() {
+  g_opt.narenas = g_arena_opt.narenas;
+  g_opt.oversize_threshold = g_arena_opt.oversize_threshold;
+  g_opt.max_background_threads = g_arena_opt.max_background_threads;
 }
 
 }  // namespace je

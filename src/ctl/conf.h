@@ -1,9 +1,9 @@
 // conf.h: reading the run-time configuration (MALLOC_CONF and its four sibling sources).
 //
-// Purpose: fill g_opt (support/opt.h) from jemalloc 5.3.0's five configuration sources, with its
+// Purpose: fill g_opt (ctl/opt.h) from jemalloc 5.3.0's five configuration sources, with its
 // exact syntax, value rules and diagnostics, so that strings written for jemalloc behave the same
 // here, typos included. The option table itself (keys, kinds, defaults, domains) lives in
-// support/opt.h; this module is the parser that walks it.
+// ctl/opt.h; this module is the parser that walks it.
 //
 // Layer: ctl. Callers: src/api/init (conf_init, once, first thing during initialization); tests
 // (conf_process_sources, conf_parse_string).
@@ -95,5 +95,11 @@ void conf_process_sources(const char* const (&sources)[kConfNSources]);
 /// without the abort_conf check. Returns true when the string was well-formed and every pair
 /// was accepted (experimental_* keys do not count as errors).
 bool conf_parse_string(const char* s);
+
+/// After core_boot: copies into g_opt the values boot settled ("computed at boot" defaults),
+/// so that `opt.*` reports them as jemalloc 5.3.0 does: opt.narenas (the automatic arena count,
+/// before the kMaxArenas clamp), opt.oversize_threshold (0 when it names no large size: no huge
+/// arena) and opt.max_background_threads (4 when not set). Single-threaded, like boot.
+void conf_adopt_boot_values();
 
 }  // namespace je

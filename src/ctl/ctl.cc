@@ -11,12 +11,12 @@
 #include "ctl/ctl_handlers.h"
 #include "ctl/ctl_stats.h"
 #include "ctl/ctl_tree.h"
+#include "ctl/opt.h"
 #include "extent/emap.h"
 #include "meta/sc.h"
 #include "meta/sz.h"
 #include "os/sysinfo.h"
 #include "support/config.h"
-#include "support/opt.h"
 #include "thread/tcache.h"
 #include "thread/tsd.h"
 

@@ -20,10 +20,10 @@
 #include "arena/background_thread.h"
 #include "ctl/ctl_handlers.h"
 #include "ctl/ctl_stats.h"
+#include "ctl/opt.h"
 #include "extent/ehooks.h"
 #include "meta/sz.h"
 #include "support/nstime.h"
-#include "support/opt.h"
 
 namespace je::ctl {
 

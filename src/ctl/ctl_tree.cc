@@ -99,7 +99,7 @@ constexpr Node kConfig[] = {
 };
 
 // ---- opt.* ---------------------------------------------------------------------------------------
-// 5.3.0's order, then ours. Every leaf reads the option table (support/opt.h) at call time; a
+// 5.3.0's order, then ours. Every leaf reads the option table (ctl/opt.h) at call time; a
 // name the table does not export (prof*, utrace, xmalloc, lg_san_uaf_align) answers ENOENT,
 // like a 5.3.0 build without those features.
 

@@ -13,7 +13,6 @@
 #include "support/config.h"
 #include "support/errno_keeper.h"
 #include "support/malloc_io.h"
-#include "support/opt.h"
 #include "support/util.h"
 
 // Older C library headers may lack the newer advice and flags; the values are the kernel ABI.
@@ -39,6 +38,8 @@ constinit std::atomic<bool> g_trust_madvise{false};
 constinit std::atomic<bool> g_dontneed_zeroes{false};
 // Cleared by the boot probe or the first run-time EINVAL.
 constinit std::atomic<bool> g_madv_free_ok{false};
+// opt.abort (set_abort_on_error): written once before boot(), read-only afterwards.
+constinit bool g_abort_on_error = false;
 
 constexpr int kProtCommit = PROT_READ | PROT_WRITE;
 constexpr int kProtDecommit = PROT_NONE;
@@ -49,7 +50,7 @@ constexpr int kProtDecommit = PROT_NONE;
 // munmap(): ..."), through the installed message writer, and stop if opt.abort asks to.
 void report_error(const char* what, int err) {
   io_printf("<jemalloc>: Error in %s(): errno %d\n", what, err);
-  if (g_opt.abort) abort();
+  if (g_abort_on_error) abort();
 }
 
 int map_flags() {
@@ -234,6 +235,8 @@ bool purge_forced(void* addr, size_t size) {
 bool purge_forced_zeroes() { return g_dontneed_zeroes.load(std::memory_order_relaxed); }
 
 void set_trust_madvise(bool trust) { g_trust_madvise.store(trust, std::memory_order_relaxed); }
+
+void set_abort_on_error(bool abort_on_error) { g_abort_on_error = abort_on_error; }
 
 bool huge(void* addr, size_t size) {
   if (g_thp_mode.load(std::memory_order_relaxed) == ThpMode::kNotSupported) return false;

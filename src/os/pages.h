@@ -10,10 +10,11 @@
 // supports), and the unit tests.
 //
 // Concurrency: not synchronized and needs no lock. boot() runs once during allocator init, before
-// any other function here (set_trust_madvise() may precede it); afterwards the module's state is
-// read-only except for one atomic flag (MADV_FREE found unsupported at run time), so every other
-// function may be called from any thread at any time. Nothing here allocates, uses stdio or
-// holds a lock, so it is safe inside the allocator's own critical sections and in a forked child.
+// any other function here (set_trust_madvise() and set_abort_on_error() may precede it);
+// afterwards the module's state is read-only except for one atomic flag (MADV_FREE found
+// unsupported at run time), so every other function may be called from any thread at any time.
+// Nothing here allocates, uses stdio or holds a lock, so it is safe inside the allocator's own
+// critical sections and in a forked child.
 //
 // errno: every function preserves errno (the kernel's error codes never leak to the caller);
 // failures are reported through the return value only.
@@ -92,6 +93,10 @@ bool purge_forced_zeroes();
 
 /// opt.trust_madvise: believe that MADV_DONTNEED zeroes without probing. Call before boot().
 void set_trust_madvise(bool trust);
+
+/// opt.abort: abort() after reporting an OS call that should not have failed. Call before
+/// boot(), while no other thread uses this module (the flag is a plain, then read-only, bool).
+void set_abort_on_error(bool abort_on_error);
 
 /// MADV_HUGEPAGE on a hugepage-aligned range. False when THP is not supported or the kernel
 /// refuses.

@@ -17,30 +17,25 @@ namespace {
 
 constinit bool g_core_booted = false;
 
-MetadataThp metadata_thp(MetadataThpMode m) {
-  switch (m) {
-    case MetadataThpMode::kAuto: return MetadataThp::kAuto;
-    case MetadataThpMode::kAlways: return MetadataThp::kAlways;
-    case MetadataThpMode::kDisabled: break;
-  }
-  return MetadataThp::kDisabled;
-}
-
 }  // namespace
+
+constinit ThreadOptions g_thread_opt;
 
 bool core_boot(const CoreConfig& cfg) {
   if (g_core_booted) return true;
   // Spinning before blocking only pays off when another CPU can release the lock.
   mutex_set_max_spin(sysinfo::ncpus() > 1 ? cfg.mutex_max_spin : 0);
+  pages::set_abort_on_error(cfg.abort);
   pages::set_trust_madvise(cfg.trust_madvise);  // before the probes of pages::boot
   if (!pages::boot()) return false;
-  ehooks_set_thp(cfg.thp == ThpOpt::kAlways, cfg.thp == ThpOpt::kNever);
-  if (base_global(metadata_thp(cfg.metadata_thp)) == nullptr) return false;
+  ehooks_set_thp(cfg.thp == CoreThp::kAlways, cfg.thp == CoreThp::kNever);
+  if (base_global(cfg.arena.metadata_thp) == nullptr) return false;
   // The bin geometry is fixed before the first arena (arena 0, made by arenas_boot) and the
   // thread-cache geometry (tcache_boot sizes its bins from the slabs' region counts).
   bin_info_boot(cfg.slab_pages.data(), cfg.bin_shards.data());
-  if (!arenas_boot()) return false;
+  if (!arenas_boot(cfg.arena)) return false;  // stores g_arena_opt
   if (!background_thread_boot()) return false;
+  g_thread_opt = cfg.thread;  // before its readers, tcache_boot and tsd_boot
   tcache_boot();
   if (!tsd_boot(cfg.stats_interval_hook)) return false;
   g_core_booted = true;

@@ -6,7 +6,7 @@
 #include "arena/arenas.h"
 #include "extent/emap.h"
 #include "support/mutex.h"
-#include "support/opt.h"
+#include "thread/thread_options.h"
 
 namespace je {
 
@@ -26,8 +26,8 @@ constinit unsigned g_past = 0;
 constexpr unsigned kNcachedMaxLimit = (1u << 16) / sizeof(void*) - 1;
 
 unsigned small_slots(szind_t binind) {
-  unsigned lo = g_opt.tcache_nslots_small_min;
-  unsigned hi = g_opt.tcache_nslots_small_max;
+  unsigned lo = g_thread_opt.tcache_nslots_small_min;
+  unsigned hi = g_thread_opt.tcache_nslots_small_max;
   if (hi > kNcachedMaxLimit) hi = kNcachedMaxLimit;
   // Even and non-zero, so halving for fills and flushes always leaves a positive count.
   if (lo % 2 != 0) lo++;
@@ -36,7 +36,7 @@ unsigned small_slots(szind_t binind) {
   if (hi < 2) hi = 2;
   if (lo > hi) lo = hi;
   unsigned nregs = g_bin_geo[binind].nregs;
-  int64_t mul = g_opt.lg_tcache_nslots_mul;
+  int64_t mul = g_thread_opt.lg_tcache_nslots_mul;
   unsigned candidate = mul < 0 ? nregs >> (-mul) : nregs << mul;
   if (candidate % 2 != 0) candidate++;
   if (candidate <= lo) return lo;
@@ -65,14 +65,14 @@ void stats_merge(Tcache* t, Arena* arena) {
 // opt.tcache_gc_delay_bytes as a number of items of this class (GC skips flushes until that
 // many items would have gone), at most 255.
 uint8_t gc_delay_items(szind_t binind) {
-  size_t items = g_opt.tcache_gc_delay_bytes / sz::index2size(binind);
+  size_t items = g_thread_opt.tcache_gc_delay_bytes / sz::index2size(binind);
   return static_cast<uint8_t>(items > 255 ? 255 : items);
 }
 
 }  // namespace
 
 void tcache_boot() {
-  size_t maxclass = g_opt.tcache_max;
+  size_t maxclass = g_thread_opt.tcache_max;
   if (maxclass > kTcacheMaxClassLimit) maxclass = kTcacheMaxClassLimit;
   maxclass = sz::s2u(maxclass);
   TcacheGeometry& g = g_tcache_geo;
@@ -80,7 +80,7 @@ void tcache_boot() {
   g.nhbins = sz::size2index(maxclass) + 1;
   size_t slots = 0;
   for (szind_t i = 0; i < g.nhbins; i++) {
-    unsigned n = i < sc::kNBins ? small_slots(i) : g_opt.tcache_nslots_large;
+    unsigned n = i < sc::kNBins ? small_slots(i) : g_thread_opt.tcache_nslots_large;
     if (n > kNcachedMaxLimit) n = kNcachedMaxLimit;
     if (n == 0) n = 1;
     g.ncached_max[i] = static_cast<uint16_t>(n);
@@ -264,13 +264,13 @@ void tcache_flush_large(Tcache* t, szind_t binind, unsigned rem) {
 
 void tcache_dalloc_small_hard(Tcache* t, szind_t binind, void* ptr) {
   CacheBin& bin = t->bins[binind];
-  tcache_flush_small(t, binind, bin.ncached_max() >> g_opt.lg_tcache_flush_small_div);
+  tcache_flush_small(t, binind, bin.ncached_max() >> g_thread_opt.lg_tcache_flush_small_div);
   bin.push_fast(ptr);
 }
 
 void tcache_dalloc_large_hard(Tcache* t, szind_t binind, void* ptr) {
   CacheBin& bin = t->bins[binind];
-  tcache_flush_large(t, binind, bin.ncached_max() >> g_opt.lg_tcache_flush_large_div);
+  tcache_flush_large(t, binind, bin.ncached_max() >> g_thread_opt.lg_tcache_flush_large_div);
   bin.push_fast(ptr);
 }
 

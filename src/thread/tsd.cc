@@ -7,8 +7,8 @@
 
 #include "arena/arenas.h"
 #include "support/config.h"
-#include "support/opt.h"
 #include "support/reentrancy.h"
+#include "thread/thread_options.h"
 
 namespace je {
 
@@ -91,10 +91,11 @@ void stats_interval_event(Tsd& tsd) {
 }  // namespace
 
 bool tsd_boot(StatsIntervalHook stats_hook) {
-  g_event_interval = g_opt.tcache_gc_incr_bytes != 0 ? g_opt.tcache_gc_incr_bytes : 65536;
-  if (g_opt.stats_interval >= 0 && stats_hook != nullptr) {
+  const ThreadOptions& o = g_thread_opt;
+  g_event_interval = o.tcache_gc_incr_bytes != 0 ? o.tcache_gc_incr_bytes : 65536;
+  if (o.stats_interval >= 0 && stats_hook != nullptr) {
     g_stats_hook = stats_hook;
-    g_stats_interval = g_opt.stats_interval > 0 ? static_cast<uint64_t>(g_opt.stats_interval) : 1;
+    g_stats_interval = o.stats_interval > 0 ? static_cast<uint64_t>(o.stats_interval) : 1;
     // Batches of 1/64 of the interval keep the shared counter cold, capped at 4 MiB.
     g_stats_batch = g_stats_interval >> 6;
     if (g_stats_batch == 0) g_stats_batch = 1;
@@ -105,8 +106,8 @@ bool tsd_boot(StatsIntervalHook stats_hook) {
 
 void tsd_recompute_fast(Tsd& tsd) {
   // Junk filling and opt.zero need every allocation and free to see the slow path.
-  bool fast = tsd.state == TsdState::kNominal && !g_opt.junk_alloc && !g_opt.junk_free &&
-              !g_opt.zero;
+  bool fast = tsd.state == TsdState::kNominal && !g_arena_opt.junk_alloc &&
+              !g_arena_opt.junk_free && !g_arena_opt.zero;
   tsd.allocated_next_event_fast = fast ? tsd.allocated_next_event : 0;
   tsd.deallocated_next_event_fast = fast ? tsd.deallocated_next_event : 0;
 }
@@ -118,9 +119,9 @@ Tsd& tsd_fetch() {
   // for keys created this early), then bind an arena and build the cache.
   pthread_setspecific(g_exit_key, &tsd);
   tsd.state = TsdState::kNominalSlow;
-  tsd.tcache_enabled = g_opt.tcache;
+  tsd.tcache_enabled = g_thread_opt.tcache;
   schedule_events(tsd);
-  tsd.arena = g_opt.percpu_arena_mode != PercpuArenaMode::kDisabled ? nullptr : arena_choose_auto();
+  tsd.arena = g_arena_opt.percpu != PercpuArena::kDisabled ? nullptr : arena_choose_auto();
   if (tsd.arena == nullptr && (tsd.arena = arena_percpu()) != nullptr) arena_bind(tsd.arena);
   if (tsd.tcache_enabled && tsd.arena != nullptr && tcache_init(&tsd.tcache, tsd.arena)) {
     tsd.state = TsdState::kNominal;
@@ -140,7 +141,7 @@ Arena* tsd_arena(Tsd& tsd) {
   if (JE_UNLIKELY(tsd.state == TsdState::kPurgatory || in_reentrant_call())) {
     return arena_get(0, false);
   }
-  if (JE_UNLIKELY(g_opt.percpu_arena_mode != PercpuArenaMode::kDisabled)) {
+  if (JE_UNLIKELY(g_arena_opt.percpu != PercpuArena::kDisabled)) {
     // Follow the CPU, as 5.3.0 does: a thread on a per-CPU arena re-checks its CPU only when
     // another thread used that arena since its own last check (a lone thread never migrates),
     // and a thread moved beyond the per-CPU range (thread.arena) stays where it was put.

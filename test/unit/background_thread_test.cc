@@ -17,9 +17,9 @@
 #include "arena_fixture.h"
 #include "arena/arenas.h"
 #include "arena/background_thread.h"
+#include "ctl/opt.h"
 #include "extent/emap.h"
 #include "support/nstime.h"
-#include "support/opt.h"
 #include "thread/core_boot.h"
 
 namespace je {
@@ -33,7 +33,7 @@ class BackgroundThread : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (core_booted()) return;
-    ASSERT_EQ(g_opt.max_background_threads, kOptMaxBackgroundThreadsUnset);  // boot makes it 4
+    ASSERT_GT(CoreConfig{}.arena.max_background_threads, kMaxBackgroundThreadsLimit);  // boot: 4
     ASSERT_TRUE(core_boot(CoreConfig{}));
   }
   void TearDown() override {
@@ -71,7 +71,7 @@ class BackgroundThread : public ::testing::Test {
 };
 
 TEST_F(BackgroundThread, BootNormalizesMax) {
-  EXPECT_EQ(g_opt.max_background_threads, kOptMaxBackgroundThreadsDefault);
+  EXPECT_EQ(g_arena_opt.max_background_threads, kMaxBackgroundThreadsDefault);
   EXPECT_EQ(background_thread_max(), 4u);
   EXPECT_TRUE(background_thread_boot());  // idempotent
   EXPECT_FALSE(background_thread_enabled());

@@ -16,8 +16,8 @@
 #include "arena/arenas.h"
 #include "arena/bin_info.h"
 #include "arena/slab.h"
+#include "ctl/opt.h"
 #include "extent/emap.h"
-#include "support/opt.h"
 #include "thread/core_boot.h"
 #include "thread/tcache.h"
 

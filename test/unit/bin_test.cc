@@ -307,7 +307,7 @@ class BinInArena : public ::testing::Test {
   static void SetUpTestSuite() {
     ASSERT_TRUE(pages::boot());
     ASSERT_NE(base_global(), nullptr);
-    ASSERT_TRUE(arenas_boot());
+    ASSERT_TRUE(arenas_boot(ArenaOptions{}));  // the default options
   }
   void SetUp() override {
     unsigned ind = 0;

@@ -13,7 +13,7 @@
 //     whole source) of the input, so a newline inside a message can only be an echoed input byte
 //     (5.3.0 echoes raw); a message cut by io_printf's 4 KiB buffer has 4095 bytes and may lack
 //     the newline (as in 5.3.0; conf_test checks it);
-//   * every option lies in the domain support/opt.h declares for it, or holds its default;
+//   * every option lies in the domain ctl/opt.h declares for it, or holds its default;
 //   * parsing is deterministic; one bad pair changes nothing (but 5.3.0's quirks: narenas_ratio
 //     stores "1x", bin_shards/slab_sizes keep the segments before a bad one); one accepted pair
 //     changes only the option its key selects;
@@ -34,8 +34,8 @@
 
 #include "arena/bin_info.h"
 #include "ctl/conf.h"
+#include "ctl/opt.h"
 #include "support/malloc_io.h"
-#include "support/opt.h"
 
 namespace {
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "ctl/opt.h"
 #include "meta/sc.h"
 #include "support/malloc_io.h"
-#include "support/opt.h"
 
 namespace {
 

@@ -11,7 +11,9 @@
 
 #include "arena/arena.h"
 #include "arena/arenas.h"
+#include "ctl/conf.h"
 #include "ctl/ctl.h"
+#include "ctl/opt.h"
 #include "extent/ehooks.h"
 #include "extent/emap.h"
 #include "meta/base.h"
@@ -19,7 +21,6 @@
 #include "meta/sz.h"
 #include "os/pages.h"
 #include "support/config.h"
-#include "support/opt.h"
 #include "thread/core_boot.h"
 #include "thread/tcache.h"
 #include "thread/tsd.h"
@@ -34,6 +35,7 @@ class Ctl : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     ASSERT_TRUE(core_boot(CoreConfig{}));
+    conf_adopt_boot_values();  // as the library's init does: opt.narenas shows the result
   }
 
   template <class T>

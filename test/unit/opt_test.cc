@@ -1,6 +1,6 @@
-// Unit tests for src/support/opt: the option table's integrity, the opt.* view against jemalloc
+// Unit tests for src/ctl/opt: the option table's integrity, the opt.* view against jemalloc
 // 5.3.0's golden names/widths/defaults, opt_reset, and doc/options.md regenerated from the table.
-#include "support/opt.h"
+#include "ctl/opt.h"
 
 #include <gtest/gtest.h>
 #include <inttypes.h>

@@ -18,11 +18,11 @@
 #include "arena/arena.h"
 #include "arena/arenas.h"
 #include "arena_fixture.h"
+#include "ctl/opt.h"
 #include "extent/emap.h"
 #include "meta/sc.h"
 #include "meta/sz.h"
 #include "support/config.h"
-#include "support/opt.h"
 #include "thread/core_boot.h"
 #include "thread/tcache.h"
 
@@ -83,17 +83,17 @@ class TcacheTest : public ::testing::Test {
 
 TEST_F(TcacheTest, GeometryFollowsTheOptions) {
   const TcacheGeometry& g = g_tcache_geo;
-  EXPECT_EQ(g.maxclass, g_opt.tcache_max);
-  EXPECT_EQ(g.nhbins, sz::size2index(g_opt.tcache_max) + 1);
+  EXPECT_EQ(g.maxclass, g_thread_opt.tcache_max);
+  EXPECT_EQ(g.nhbins, sz::size2index(g_thread_opt.tcache_max) + 1);
   size_t slots = 0;
   for (szind_t i = 0; i < g.nhbins; i++) {
-    unsigned want = g_opt.tcache_nslots_large;
+    unsigned want = g_thread_opt.tcache_nslots_large;
     if (i < sc::kNBins) {
       // Twice the regions of a slab, made even, within [small_min, small_max].
-      want = g_bin_geo[i].nregs << g_opt.lg_tcache_nslots_mul;
+      want = g_bin_geo[i].nregs << g_thread_opt.lg_tcache_nslots_mul;
       want += want % 2;
-      if (want < g_opt.tcache_nslots_small_min) want = g_opt.tcache_nslots_small_min;
-      if (want > g_opt.tcache_nslots_small_max) want = g_opt.tcache_nslots_small_max;
+      if (want < g_thread_opt.tcache_nslots_small_min) want = g_thread_opt.tcache_nslots_small_min;
+      if (want > g_thread_opt.tcache_nslots_small_max) want = g_thread_opt.tcache_nslots_small_max;
     }
     EXPECT_EQ(g.ncached_max[i], want) << "bin " << i;
     slots += g.ncached_max[i];
@@ -163,7 +163,7 @@ TEST_F(TcacheTest, FullBinFlushesItsOldestHalf) {
   BinStats before = bin_stats(arena_, kBin);
   tcache_dalloc_small_hard(tc_.get(), kBin, extra);
   BinStats after = bin_stats(arena_, kBin);
-  const unsigned keep = max >> g_opt.lg_tcache_flush_small_div;
+  const unsigned keep = max >> g_thread_opt.lg_tcache_flush_small_div;
   ASSERT_EQ(b.ncached(), keep + 1);
   EXPECT_EQ(after.ndalloc - before.ndalloc, max - keep);
   EXPECT_EQ(before.curregs - after.curregs, max - keep);
@@ -230,7 +230,7 @@ TEST_F(TcacheTest, LargeBinsFlushTheirOldestHalfAndCountFlushes) {
   ASSERT_NE(extra, nullptr);
   uint64_t nflushes = large_stat("nflushes");
   tcache_dalloc_large_hard(tc_.get(), kLargeBin, extra);
-  const unsigned keep = max >> g_opt.lg_tcache_flush_large_div;
+  const unsigned keep = max >> g_thread_opt.lg_tcache_flush_large_div;
   EXPECT_EQ(b.ncached(), keep + 1);
   EXPECT_EQ(curlextents(), keep + 1);
   EXPECT_EQ(large_stat("nflushes") - nflushes, 1u);
@@ -302,7 +302,7 @@ TEST_F(TcacheTest, GcDelayDefersSmallFlushesByItems) {
   tcache_gc_step(tc_.get());
   EXPECT_EQ(b.ncached(), 10u);
   // The delay restarts from the option (tcache_gc_delay_bytes, in items of the class).
-  EXPECT_EQ(tc_->slow.flush_delay_items[kBin], g_opt.tcache_gc_delay_bytes / kBinSize);
+  EXPECT_EQ(tc_->slow.flush_delay_items[kBin], g_thread_opt.tcache_gc_delay_bytes / kBinSize);
 }
 
 TEST_F(TcacheTest, GcVisitsOneBinPerStepRoundRobin) {

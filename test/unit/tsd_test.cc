@@ -18,10 +18,10 @@
 #include "arena/arenas.h"
 #include "arena/bin_info.h"
 #include "arena_fixture.h"
+#include "ctl/opt.h"
 #include "os/sysinfo.h"
 #include "support/config.h"
 #include "support/mutex.h"
-#include "support/opt.h"
 #include "thread/core_boot.h"
 #include "thread/tcache.h"
 #include "thread/tsd.h"
@@ -45,8 +45,8 @@ void on_new_thread(F f) {
 class TsdTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    g_opt.stats_interval = kStatsInterval;  // read by tsd_boot: the report is on
     CoreConfig cfg;
+    cfg.thread.stats_interval = kStatsInterval;  // read by tsd_boot: the report is on
     cfg.stats_interval_hook = &count_report;
     ASSERT_TRUE(core_boot(cfg));
   }
@@ -215,7 +215,7 @@ TEST_F(TsdTest, SetArenaMovesTheBindingAndTheCache) {
 TEST_F(TsdTest, CacheGcRunsEveryIncrBytesOnBothSides) {
   on_new_thread([] {
     Tsd& tsd = tsd_fetch();
-    const uint64_t incr = g_opt.tcache_gc_incr_bytes;
+    const uint64_t incr = g_thread_opt.tcache_gc_incr_bytes;
     const unsigned nhbins = g_tcache_geo.nhbins;
     EXPECT_EQ(tsd.gc_next_alloc - tsd.allocated, incr);
     EXPECT_EQ(tsd.gc_next_dalloc - tsd.deallocated, incr);
@@ -309,16 +309,39 @@ TEST_F(TsdTest, PeakIsSampledByTheEventsOnBothSides) {
 // Booted like the tests above (whichever suite runs first).
 class CoreBoot : public TsdTest {};
 
+// src/api/init.cc checks every member at compile time (core_config(Options{}) == CoreConfig{});
+// this spot-checks a few of each struct where a test can see it.
 TEST_F(CoreBoot, DefaultsAreTheOptionDefaults) {
   CoreConfig c;
   Options d{};
+  EXPECT_EQ(c.abort, d.abort);
   EXPECT_EQ(c.trust_madvise, d.trust_madvise);
-  EXPECT_EQ(c.thp, d.thp_mode);
-  EXPECT_EQ(c.metadata_thp, d.metadata_thp_mode);
+  EXPECT_EQ(d.thp_mode, ThpOpt::kDefault);
+  EXPECT_EQ(c.thp, CoreThp::kDefault);
+  EXPECT_EQ(d.metadata_thp_mode, MetadataThpMode::kDisabled);
+  EXPECT_EQ(c.arena.metadata_thp, MetadataThp::kDisabled);
   EXPECT_EQ(c.slab_pages, d.slab_sizes);
   EXPECT_EQ(c.bin_shards, d.bin_shards);
   EXPECT_EQ(c.mutex_max_spin, d.mutex_max_spin);
+  EXPECT_EQ(c.arena.narenas, d.narenas);
+  EXPECT_EQ(c.arena.oversize_threshold, d.oversize_threshold);
+  EXPECT_EQ(c.arena.dirty_decay_ms, d.dirty_decay_ms);
+  EXPECT_EQ(c.arena.muzzy_decay_ms, d.muzzy_decay_ms);
+  EXPECT_EQ(c.arena.max_background_threads, d.max_background_threads);
+  EXPECT_EQ(c.thread.tcache_max, d.tcache_max);
+  EXPECT_EQ(c.thread.lg_tcache_nslots_mul, d.lg_tcache_nslots_mul);
+  EXPECT_EQ(c.thread.stats_interval, d.stats_interval);
   EXPECT_EQ(c.stats_interval_hook, nullptr);
+}
+
+// The layers keep what core_boot gave them; boot settles only the "computed at boot" values.
+TEST_F(CoreBoot, LayersKeepTheirOptions) {
+  CoreConfig c;
+  EXPECT_EQ(g_thread_opt.tcache_max, c.thread.tcache_max);
+  EXPECT_EQ(g_thread_opt.stats_interval, kStatsInterval);  // this suite's boot
+  EXPECT_EQ(g_arena_opt.narenas, arenas_narenas_auto());   // computed: 4 x CPUs
+  EXPECT_EQ(g_arena_opt.max_background_threads, kMaxBackgroundThreadsDefault);
+  EXPECT_EQ(g_arena_opt.dirty_decay_ms, c.arena.dirty_decay_ms);
 }
 
 TEST_F(CoreBoot, SecondCallKeepsTheFirstConfiguration) {

@@ -1,5 +1,5 @@
 // opt.cc: option storage and the descriptor tables generated from JE_OPTION_TABLE (see opt.h).
-#include "support/opt.h"
+#include "ctl/opt.h"
 
 #include <cstring>
 

@@ -2,15 +2,18 @@
 //
 // Purpose: one X-macro list, JE_OPTION_TABLE, names every option jemalloc 5.3.0's parser knows
 // plus ours, with its storage kind, default, value domain, visibility, status and a one-line
-// description. The list expands into (a) the fields of `Options` (the values, read everywhere as
-// `g_opt.<key>`), (b) the descriptor table the MALLOC_CONF parser (src/ctl/conf) walks, (c) the
-// `opt.*` mallctl view (`opt_find`, `opt_table`), and (d) doc/options.md, which a unit test
+// description. The list expands into (a) the fields of `Options` (the values, read by ctl and
+// api as `g_opt.<key>`), (b) the descriptor table the MALLOC_CONF parser (src/ctl/conf) walks,
+// (c) the `opt.*` mallctl view (`opt_find`, `opt_table`), and (d) doc/options.md, which a unit test
 // regenerates from the table and compares, so the documentation cannot drift from the code.
 //
-// Layer: support (the bottom), so that every layer can read option values without an upward
-// include. Writers: src/ctl/conf (parsing, once, before the first allocation); boot code that
-// replaces a "computed at boot" default (arena boot writes the real `narenas`, background-thread
-// boot the real `max_background_threads`). Readers: everyone; the ctl layer for `opt.*`.
+// Layer: ctl. Only src/ctl and src/api include this header; the layers below get their values
+// at boot through CoreConfig (src/thread/core_boot.h: ArenaOptions, ThreadOptions, ...), which
+// src/api/init.cc fills from g_opt (src/README.md, "Where options live"). Writers:
+// src/ctl/conf: conf_init (parsing, once, before the first allocation) and, right after
+// core_boot, conf_adopt_boot_values (the "computed at boot" values the arena layer settles:
+// `narenas`, `oversize_threshold`, `max_background_threads`). Readers: src/ctl (`opt.*`, a few ctl
+// handlers), src/api (options the api layer applies itself: junk, zero, zero_realloc, ...).
 //
 // Concurrency: not synchronized. All writes happen during single-threaded initialization (conf,
 // then boot); afterwards the values are read-only, so plain loads are race-free.
@@ -166,8 +169,8 @@ inline constexpr const char* kJunkNames[] = {"true", "false", "alloc", "free"};
 inline constexpr char kStatsLetters[] = "Jgmdablxeh";
 inline constexpr size_t kStatsLettersMax = sizeof(kStatsLetters) - 1;
 
-/// Small bins covered by `bin_shards` / `slab_sizes` (src/ctl/conf checks it equals sc::kNBins;
-/// the support layer cannot include meta).
+/// Small bins covered by `bin_shards` / `slab_sizes` (src/ctl/conf and src/api/init check that
+/// it equals sc::kNBins; this table stays free of allocator headers).
 inline constexpr unsigned kOptNBins = 36;
 /// Most shards one bin may have (`bin_shards`; jemalloc's BIN_SHARDS_MAX).
 inline constexpr unsigned kOptBinShardsMax = 64;
