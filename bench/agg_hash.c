@@ -31,7 +31,7 @@ typedef struct {
 } cell_t;
 
 typedef struct {
-  cell_t *cells;
+  cell_t* cells;
   unsigned degree; /* capacity = 1 << degree */
   size_t used;
   uint64_t zero_count; /* count of key 0 (cannot live in a cell) */
@@ -40,8 +40,8 @@ typedef struct {
 typedef struct {
   unsigned threads;
   uint64_t rounds;
-  uint64_t keys;      /* keys inserted per thread per round */
-  uint64_t min_card;  /* distinct keys per thread per round: log-uniform in [min, max] */
+  uint64_t keys;     /* keys inserted per thread per round */
+  uint64_t min_card; /* distinct keys per thread per round: log-uniform in [min, max] */
   uint64_t max_card;
   unsigned grow_small; /* degrees added per growth while small (2 = x4) */
   bool merge;
@@ -50,16 +50,16 @@ typedef struct {
 } config_t;
 
 typedef struct {
-  const config_t *cfg;
+  const config_t* cfg;
   unsigned index;
-  table_t *tables;  /* [kSubTables], this thread's two-level table */
-  uint64_t grows;   /* reallocs done by this thread */
+  table_t* tables; /* [kSubTables], this thread's two-level table */
+  uint64_t grows;  /* reallocs done by this thread */
   uint64_t checksum;
   uint64_t distinct;
   long faults;
 } worker_t;
 
-static worker_t *g_workers;
+static worker_t* g_workers;
 static pthread_barrier_t g_barrier;
 
 static inline uint64_t mix64(uint64_t x) {
@@ -71,15 +71,15 @@ static inline uint64_t mix64(uint64_t x) {
   return x;
 }
 
-static void table_init(table_t *t) {
+static void table_init(table_t* t) {
   t->degree = kInitialDegree;
   t->used = 0;
   t->zero_count = 0;
-  t->cells = (cell_t *)calloc((size_t)1 << t->degree, sizeof(cell_t));
+  t->cells = (cell_t*)calloc((size_t)1 << t->degree, sizeof(cell_t));
   if (!t->cells) bench_die("calloc failed");
 }
 
-static void table_free(table_t *t) {
+static void table_free(table_t* t) {
   free(t->cells);
   t->cells = NULL;
 }
@@ -88,9 +88,9 @@ static void table_free(table_t *t) {
  * in the bigger table expects it.  Walking the old range in order and then
  * the run of occupied cells just past it leaves every probe sequence
  * unbroken: a cell only ever moves to the first free slot of its new chain. */
-static void table_replace(table_t *t, size_t old_n) {
+static void table_replace(table_t* t, size_t old_n) {
   size_t mask = ((size_t)1 << t->degree) - 1;
-  cell_t *c = t->cells;
+  cell_t* c = t->cells;
   size_t i = 0;
   for (;; i++) {
     if (i >= old_n && (i > mask || c[i].key == 0)) break;
@@ -104,11 +104,11 @@ static void table_replace(table_t *t, size_t old_n) {
   }
 }
 
-static void table_grow(table_t *t, unsigned grow_small, uint64_t *grows) {
+static void table_grow(table_t* t, unsigned grow_small, uint64_t* grows) {
   size_t old_n = (size_t)1 << t->degree;
   t->degree += t->degree >= 23 ? 1 : grow_small;
   size_t new_n = (size_t)1 << t->degree;
-  cell_t *c = (cell_t *)realloc(t->cells, new_n * sizeof(cell_t));
+  cell_t* c = (cell_t*)realloc(t->cells, new_n * sizeof(cell_t));
   if (!c) bench_die("realloc to %zu bytes failed", new_n * sizeof(cell_t));
   memset(c + old_n, 0, (new_n - old_n) * sizeof(cell_t));
   t->cells = c;
@@ -116,15 +116,15 @@ static void table_grow(table_t *t, unsigned grow_small, uint64_t *grows) {
   (*grows)++;
 }
 
-static inline void table_add(table_t *t, uint64_t key, uint64_t hash, uint64_t n,
-                             unsigned grow_small, uint64_t *grows) {
+static inline void table_add(table_t* t, uint64_t key, uint64_t hash, uint64_t n,
+                             unsigned grow_small, uint64_t* grows) {
   if (key == 0) {
     t->zero_count += n;
     return;
   }
   size_t mask = ((size_t)1 << t->degree) - 1;
   size_t p = (size_t)hash & mask;
-  cell_t *c = t->cells;
+  cell_t* c = t->cells;
   while (c[p].key != 0 && c[p].key != key) p = (p + 1) & mask;
   if (c[p].key == key) {
     c[p].count += n;
@@ -135,7 +135,7 @@ static inline void table_add(table_t *t, uint64_t key, uint64_t hash, uint64_t n
   if (++t->used * 2 > mask + 1) table_grow(t, grow_small, grows);
 }
 
-static bool table_find(const table_t *t, uint64_t key, uint64_t hash) {
+static bool table_find(const table_t* t, uint64_t key, uint64_t hash) {
   if (key == 0) return t->zero_count != 0;
   size_t mask = ((size_t)1 << t->degree) - 1;
   size_t p = (size_t)hash & mask;
@@ -157,12 +157,12 @@ typedef struct {
 
 /* Distinct keys of one thread in one round, log-uniform in [min, max]: as
  * many small rounds as big ones. */
-static uint64_t round_card(const config_t *c, uint64_t round, unsigned thread) {
+static uint64_t round_card(const config_t* c, uint64_t round, unsigned thread) {
   bench_rng_t r = {c->seed ^ mix64(round * 7919u + thread + 1)};
   return bench_rand_size(&r, c->min_card, c->max_card);
 }
 
-static stream_t stream_open(const config_t *c, uint64_t round, unsigned thread) {
+static stream_t stream_open(const config_t* c, uint64_t round, unsigned thread) {
   stream_t s;
   s.rng.s = c->seed ^ mix64(round * 104729u + thread * 31u + 17u);
   s.card = round_card(c, round, thread);
@@ -170,14 +170,14 @@ static stream_t stream_open(const config_t *c, uint64_t round, unsigned thread) 
   return s;
 }
 
-static inline uint64_t stream_next(stream_t *s) {
+static inline uint64_t stream_next(stream_t* s) {
   return mix64(bench_rand_below(&s->rng, s->card) ^ s->salt);
 }
 
-static void *worker_main(void *arg) {
-  worker_t *w = (worker_t *)arg;
-  const config_t *c = w->cfg;
-  table_t *tables = (table_t *)calloc(kSubTables, sizeof(table_t));
+static void* worker_main(void* arg) {
+  worker_t* w = (worker_t*)arg;
+  const config_t* c = w->cfg;
+  table_t* tables = (table_t*)calloc(kSubTables, sizeof(table_t));
   if (!tables) bench_die("out of memory");
   w->tables = tables;
   long f0 = bench_minflt_thread();
@@ -204,9 +204,9 @@ static void *worker_main(void *arg) {
     /* Merge: bucket j of every thread into thread 0's bucket j, buckets dealt
      * round-robin, then free it all (mostly memory another thread allocated). */
     for (unsigned j = w->index; j < kSubTables; j += c->threads) {
-      table_t *dst = &g_workers[0].tables[j];
+      table_t* dst = &g_workers[0].tables[j];
       for (unsigned t = 1; t < c->threads && c->merge; t++) {
-        table_t *src = &g_workers[t].tables[j];
+        table_t* src = &g_workers[t].tables[j];
         size_t n = (size_t)1 << src->degree;
         for (size_t i = 0; i < n; i++) {
           if (src->cells[i].key != 0) {
@@ -218,7 +218,7 @@ static void *worker_main(void *arg) {
         table_free(src);
       }
       for (unsigned t = 0; t < c->threads; t++) {
-        table_t *tb = &g_workers[t].tables[j];
+        table_t* tb = &g_workers[t].tables[j];
         if (!tb->cells) continue;
         size_t n = (size_t)1 << tb->degree;
         for (size_t i = 0; i < n; i++) {
@@ -237,7 +237,7 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-static void usage(FILE *f) {
+static void usage(FILE* f) {
   fprintf(f,
           "usage: agg_hash [options]\n"
           "  -t, --threads N    aggregating threads (default 2)\n"
@@ -253,20 +253,31 @@ static void usage(FILE *f) {
           "      --info         print the allocator/API detection and exit\n");
 }
 
-int main(int argc, char **argv) {
-  config_t c = {.threads = 2, .rounds = 0, .keys = 1u << 20, .min_card = 4096,
-                .max_card = 400000, .grow_small = 2, .merge = true, .verify = false,
+int main(int argc, char** argv) {
+  config_t c = {.threads = 2,
+                .rounds = 0,
+                .keys = 1u << 20,
+                .min_card = 4096,
+                .max_card = 400000,
+                .grow_small = 2,
+                .merge = true,
+                .verify = false,
                 .seed = 1};
   double scale = 1.0;
   enum { kMinCard = 256, kMaxCard, kGrow, kNoMerge, kVerify, kSeed, kInfo };
-  static const struct option opts[] = {
-      {"threads", required_argument, 0, 't'},   {"rounds", required_argument, 0, 'r'},
-      {"scale", required_argument, 0, 's'},     {"keys", required_argument, 0, 'k'},
-      {"min-card", required_argument, 0, kMinCard}, {"max-card", required_argument, 0, kMaxCard},
-      {"grow", required_argument, 0, kGrow},    {"no-merge", no_argument, 0, kNoMerge},
-      {"verify", no_argument, 0, kVerify},      {"seed", required_argument, 0, kSeed},
-      {"info", no_argument, 0, kInfo},          {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+  static const struct option opts[] = {{"threads", required_argument, 0, 't'},
+                                       {"rounds", required_argument, 0, 'r'},
+                                       {"scale", required_argument, 0, 's'},
+                                       {"keys", required_argument, 0, 'k'},
+                                       {"min-card", required_argument, 0, kMinCard},
+                                       {"max-card", required_argument, 0, kMaxCard},
+                                       {"grow", required_argument, 0, kGrow},
+                                       {"no-merge", no_argument, 0, kNoMerge},
+                                       {"verify", no_argument, 0, kVerify},
+                                       {"seed", required_argument, 0, kSeed},
+                                       {"info", no_argument, 0, kInfo},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
   int ch;
   while ((ch = getopt_long(argc, argv, "t:r:s:k:h", opts, NULL)) != -1) {
     switch (ch) {
@@ -290,7 +301,10 @@ int main(int argc, char **argv) {
       default: usage(stderr); return 2;
     }
   }
-  if (optind != argc) { usage(stderr); return 2; }
+  if (optind != argc) {
+    usage(stderr);
+    return 2;
+  }
   if (c.rounds == 0) c.rounds = bench_scaled(40, scale);
   if (c.threads == 0 || c.min_card == 0 || c.max_card < c.min_card) {
     bench_die("need --threads >= 1 and 1 <= --min-card <= --max-card");
@@ -299,8 +313,8 @@ int main(int argc, char **argv) {
   bench_api_init();
   bench_print_header("agg_hash");
 
-  g_workers = (worker_t *)calloc(c.threads, sizeof(worker_t));
-  pthread_t *tid = (pthread_t *)calloc(c.threads, sizeof(pthread_t));
+  g_workers = (worker_t*)calloc(c.threads, sizeof(worker_t));
+  pthread_t* tid = (pthread_t*)calloc(c.threads, sizeof(pthread_t));
   if (!g_workers || !tid) bench_die("out of memory");
   pthread_barrier_init(&g_barrier, NULL, c.threads + 1);
   for (unsigned t = 0; t < c.threads; t++) {
@@ -339,18 +353,19 @@ int main(int argc, char **argv) {
          c.threads, (unsigned long long)c.rounds, (unsigned long long)c.keys,
          (unsigned long long)c.min_card, (unsigned long long)c.max_card,
          c.grow_small == 2 ? 4u : 2u, c.merge ? "yes" : "no");
-  printf("time=%.3f s  %.1f Mkeys/s  groups=%llu  reallocs=%llu  faults=%ld  "
-         "peak RSS=%.1f MiB  RSS after build (max)=%.1f MiB%s\n",
-         wall, (double)expect / wall / 1e6, (unsigned long long)distinct,
-         (unsigned long long)grows, faults, (double)bench_maxrss_kib() / 1024.0,
-         peak_sample / 1048576.0, c.verify ? "  verified" : "");
+  printf(
+      "time=%.3f s  %.1f Mkeys/s  groups=%llu  reallocs=%llu  faults=%ld  "
+      "peak RSS=%.1f MiB  RSS after build (max)=%.1f MiB%s\n",
+      wall, (double)expect / wall / 1e6, (unsigned long long)distinct, (unsigned long long)grows,
+      faults, (double)bench_maxrss_kib() / 1024.0, peak_sample / 1048576.0,
+      c.verify ? "  verified" : "");
   char extra[512];
   snprintf(extra, sizeof(extra),
            "threads=%u rounds=%llu mkeys_per_s=%.2f groups=%llu reallocs=%llu faults=%ld "
            "rss_built_max_mib=%.1f mapped_end_mib=%.1f",
            c.threads, (unsigned long long)c.rounds, (double)expect / wall / 1e6,
-           (unsigned long long)distinct, (unsigned long long)grows, faults,
-           peak_sample / 1048576.0, have_mapped ? (double)mapped / 1048576.0 : 0.0);
+           (unsigned long long)distinct, (unsigned long long)grows, faults, peak_sample / 1048576.0,
+           have_mapped ? (double)mapped / 1048576.0 : 0.0);
   bench_print_result("agg_hash", wall, extra);
   free(g_workers);
   free(tid);

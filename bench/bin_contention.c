@@ -34,17 +34,17 @@ typedef struct {
 static config_t g_cfg;
 static pthread_barrier_t g_start;
 
-static void *worker(void *arg) {
+static void* worker(void* arg) {
   (void)arg;
-  void **blocks = (void **)malloc(g_cfg.burst * sizeof(void *));
+  void** blocks = (void**)malloc(g_cfg.burst * sizeof(void*));
   if (blocks == NULL) bench_die("out of memory");
   const int flags = g_cfg.tcache ? 0 : BENCH_MALLOCX_TCACHE_NONE;
   pthread_barrier_wait(&g_start);
   for (uint64_t r = 0; r < g_cfg.rounds; r++) {
     for (unsigned i = 0; i < g_cfg.burst; i++) {
-      void *p = g_cfg.tcache ? malloc(g_cfg.size) : bench_mallocx(g_cfg.size, flags);
+      void* p = g_cfg.tcache ? malloc(g_cfg.size) : bench_mallocx(g_cfg.size, flags);
       if (p == NULL) bench_die("allocation failed");
-      *(volatile char *)p = (char)i;
+      *(volatile char*)p = (char)i;
       blocks[i] = p;
     }
     for (unsigned i = 0; i < g_cfg.burst; i++) {
@@ -60,7 +60,7 @@ static void *worker(void *arg) {
 }
 
 /* Sum of a bin mutex counter over the merged arenas view (4096 = all arenas). */
-static uint64_t bin_mutex_stat(unsigned bin, const char *leaf) {
+static uint64_t bin_mutex_stat(unsigned bin, const char* leaf) {
   uint64_t epoch = 1, v = 0;
   bench_ctl_write("epoch", &epoch, sizeof(epoch));
   char name[128];
@@ -82,7 +82,7 @@ static int bin_of(size_t size) {
   return -1;
 }
 
-static void usage(FILE *f) {
+static void usage(FILE* f) {
   fprintf(f,
           "usage: bin_contention [options]\n"
           "  -t, --threads N   threads (default: CPUs)\n"
@@ -95,16 +95,20 @@ static void usage(FILE *f) {
           "      --info        print the allocator/API detection and exit\n");
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   config_t c = {.threads = 0, .size = 64, .burst = 64, .rounds = 0, .tcache = false};
   double scale = 1.0;
   enum { kTcache = 256, kNoTcache, kInfo };
-  static const struct option opts[] = {
-      {"threads", required_argument, 0, 't'}, {"size", required_argument, 0, 'z'},
-      {"burst", required_argument, 0, 'b'},   {"rounds", required_argument, 0, 'r'},
-      {"scale", required_argument, 0, 's'},   {"tcache", no_argument, 0, kTcache},
-      {"no-tcache", no_argument, 0, kNoTcache}, {"info", no_argument, 0, kInfo},
-      {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+  static const struct option opts[] = {{"threads", required_argument, 0, 't'},
+                                       {"size", required_argument, 0, 'z'},
+                                       {"burst", required_argument, 0, 'b'},
+                                       {"rounds", required_argument, 0, 'r'},
+                                       {"scale", required_argument, 0, 's'},
+                                       {"tcache", no_argument, 0, kTcache},
+                                       {"no-tcache", no_argument, 0, kNoTcache},
+                                       {"info", no_argument, 0, kInfo},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
   int ch;
   while ((ch = getopt_long(argc, argv, "t:z:b:r:s:h", opts, NULL)) != -1) {
     switch (ch) {
@@ -120,7 +124,10 @@ int main(int argc, char **argv) {
       default: usage(stderr); return 2;
     }
   }
-  if (optind != argc) { usage(stderr); return 2; }
+  if (optind != argc) {
+    usage(stderr);
+    return 2;
+  }
   if (c.threads == 0) c.threads = bench_ncpus();
   if (c.rounds == 0) c.rounds = bench_scaled(20000, scale);
   if (c.size == 0 || c.burst == 0) bench_die("--size and --burst must be positive");
@@ -131,7 +138,7 @@ int main(int argc, char **argv) {
   const int bin = bin_of(c.size);
   const uint64_t waits0 = bin >= 0 ? bin_mutex_stat((unsigned)bin, "num_wait") : 0;
   const uint64_t wait_ns0 = bin >= 0 ? bin_mutex_stat((unsigned)bin, "total_wait_time") : 0;
-  pthread_t *tid = (pthread_t *)calloc(c.threads, sizeof(pthread_t));
+  pthread_t* tid = (pthread_t*)calloc(c.threads, sizeof(pthread_t));
   if (tid == NULL) bench_die("out of memory");
   pthread_barrier_init(&g_start, NULL, c.threads + 1);
   for (unsigned i = 0; i < c.threads; i++) {
@@ -156,7 +163,8 @@ int main(int argc, char **argv) {
   printf("time=%.3f s  %.2f M ops/s  bin mutex waits=%llu wait=%.3f s\n", wall,
          (double)ops / wall / 1e6, (unsigned long long)waits, (double)wait_ns / 1e9);
   char extra[256];
-  snprintf(extra, sizeof(extra), "threads=%u ops_per_s=%.0f nshards=%u mutex_waits=%llu "
+  snprintf(extra, sizeof(extra),
+           "threads=%u ops_per_s=%.0f nshards=%u mutex_waits=%llu "
            "mutex_wait_s=%.3f",
            c.threads, (double)ops / wall, nshards, (unsigned long long)waits,
            (double)wait_ns / 1e9);

@@ -40,12 +40,12 @@ extern "C" {
 
 /* Which allocation API the wrappers use. */
 typedef struct bench_api {
-  bool jemalloc;        /* all five jemalloc entry points resolved */
-  void *(*mallocx)(size_t, int);
-  void *(*rallocx)(void *, size_t, int);
-  void (*dallocx)(void *, int);
-  void (*sdallocx)(void *, size_t, int);
-  int (*mallctl)(const char *, void *, size_t *, void *, size_t);
+  bool jemalloc; /* all five jemalloc entry points resolved */
+  void* (*mallocx)(size_t, int);
+  void* (*rallocx)(void*, size_t, int);
+  void (*dallocx)(void*, int);
+  void (*sdallocx)(void*, size_t, int);
+  int (*mallctl)(const char*, void*, size_t*, void*, size_t);
 } bench_api_t;
 
 extern bench_api_t bench_api;
@@ -55,47 +55,53 @@ extern bench_api_t bench_api;
 void bench_api_init(void);
 
 /* "jemalloc" or "libc": the API the wrappers below call. */
-const char *bench_api_name(void);
+const char* bench_api_name(void);
 
 /* Best-effort name of the allocator that serves malloc in this process:
  * the file that defines `malloc` (dladdr), plus the jemalloc version when
  * mallctl("version") answers.  Written into buf; returns buf. */
-const char *bench_allocator_desc(char *buf, size_t len);
+const char* bench_allocator_desc(char* buf, size_t len);
 
 /* mallocx/rallocx/dallocx/sdallocx, or malloc/realloc/free (flags ignored). */
-static inline void *bench_mallocx(size_t size, int flags) {
+static inline void* bench_mallocx(size_t size, int flags) {
   return bench_api.jemalloc ? bench_api.mallocx(size, flags) : malloc(size);
 }
-static inline void *bench_rallocx(void *p, size_t size, int flags) {
+static inline void* bench_rallocx(void* p, size_t size, int flags) {
   return bench_api.jemalloc ? bench_api.rallocx(p, size, flags) : realloc(p, size);
 }
-static inline void bench_dallocx(void *p, int flags) {
-  if (bench_api.jemalloc) bench_api.dallocx(p, flags); else free(p);
+static inline void bench_dallocx(void* p, int flags) {
+  if (bench_api.jemalloc)
+    bench_api.dallocx(p, flags);
+  else
+    free(p);
 }
-static inline void bench_sdallocx(void *p, size_t size, int flags) {
-  if (bench_api.jemalloc) bench_api.sdallocx(p, size, flags); else free(p);
+static inline void bench_sdallocx(void* p, size_t size, int flags) {
+  if (bench_api.jemalloc)
+    bench_api.sdallocx(p, size, flags);
+  else
+    free(p);
 }
 
 /* mallctl helpers; false when mallctl is unavailable or fails. */
-bool bench_ctl_read(const char *name, void *out, size_t len);
-bool bench_ctl_write(const char *name, const void *in, size_t len);
+bool bench_ctl_read(const char* name, void* out, size_t len);
+bool bench_ctl_write(const char* name, const void* in, size_t len);
 /* arenas.create: a fresh manual arena index. */
-bool bench_arena_create(unsigned *arena);
+bool bench_arena_create(unsigned* arena);
 /* stats.mapped after an epoch refresh. */
-bool bench_stats_mapped(size_t *bytes);
+bool bench_stats_mapped(size_t* bytes);
 
 /* Clocks and resource probes. */
-double bench_now(void);               /* CLOCK_MONOTONIC seconds */
-long bench_minflt_self(void);         /* getrusage(RUSAGE_SELF).ru_minflt */
-long bench_minflt_thread(void);       /* getrusage(RUSAGE_THREAD).ru_minflt */
+double bench_now(void);         /* CLOCK_MONOTONIC seconds */
+long bench_minflt_self(void);   /* getrusage(RUSAGE_SELF).ru_minflt */
+long bench_minflt_thread(void); /* getrusage(RUSAGE_THREAD).ru_minflt */
 long bench_majflt_self(void);
-long bench_maxrss_kib(void);          /* peak RSS so far, KiB */
-size_t bench_rss_bytes(void);         /* current RSS from /proc/self/statm */
+long bench_maxrss_kib(void);  /* peak RSS so far, KiB */
+size_t bench_rss_bytes(void); /* current RSS from /proc/self/statm */
 unsigned bench_ncpus(void);
 
 /* Keep the compiler from dropping stores into memory that is about to be
  * freed (or from eliding an allocation whose result is unused). */
-static inline void bench_escape(void *p) {
+static inline void bench_escape(void* p) {
 #if defined(__GNUC__)
   __asm__ __volatile__("" : : "r"(p) : "memory");
 #else
@@ -104,24 +110,26 @@ static inline void bench_escape(void *p) {
 }
 
 /* splitmix64: deterministic, seedable, good enough for workload shapes. */
-typedef struct bench_rng { uint64_t s; } bench_rng_t;
-static inline uint64_t bench_rand(bench_rng_t *r) {
+typedef struct bench_rng {
+  uint64_t s;
+} bench_rng_t;
+static inline uint64_t bench_rand(bench_rng_t* r) {
   uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
 /* Uniform in [0, n). */
-static inline uint64_t bench_rand_below(bench_rng_t *r, uint64_t n) {
+static inline uint64_t bench_rand_below(bench_rng_t* r, uint64_t n) {
   return n ? bench_rand(r) % n : 0;
 }
 /* Log-uniform size in [lo, hi]. */
-size_t bench_rand_size(bench_rng_t *r, size_t lo, size_t hi);
+size_t bench_rand_size(bench_rng_t* r, size_t lo, size_t hi);
 
 /* Parse a non-negative number with an optional k/m/g suffix (powers of 1024);
  * exits with a message naming `what` on garbage. */
-uint64_t bench_parse_u64(const char *s, const char *what);
-double bench_parse_double(const char *s, const char *what);
+uint64_t bench_parse_u64(const char* s, const char* what);
+double bench_parse_double(const char* s, const char* what);
 
 /* Apply --scale to a default run length (at least 1). */
 uint64_t bench_scaled(uint64_t base, double scale);
@@ -130,15 +138,15 @@ uint64_t bench_scaled(uint64_t base, double scale);
  * end, the machine-readable summary:
  *   RESULT prog=<name> api=<api> wall_s=<t> maxrss_kib=<k> minflt=<n> ... extra
  * `extra` is appended verbatim (space-separated key=value pairs). */
-void bench_print_header(const char *prog);
-void bench_print_result(const char *prog, double wall_s, const char *extra);
+void bench_print_header(const char* prog);
+void bench_print_result(const char* prog, double wall_s, const char* extra);
 
 /* Print what `--info` asks for (API, allocator file, jemalloc options read
  * back) and return 0: compare.py uses it to check each preload took effect. */
-int bench_info(const char *prog);
+int bench_info(const char* prog);
 
 /* Abort with a message (allocation failure and the like). */
-void bench_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void bench_die(const char* fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
 #ifdef __cplusplus
 }

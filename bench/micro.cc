@@ -19,14 +19,12 @@
 namespace {
 
 // Sizes: 8 B .. 1 MiB in steps of 8x (8, 64, 512, 4 KiB, 32 KiB, 256 KiB, 1 MiB).
-void size_range(benchmark::internal::Benchmark *b) {
-  b->RangeMultiplier(8)->Range(8, 1 << 20);
-}
+void size_range(benchmark::internal::Benchmark* b) { b->RangeMultiplier(8)->Range(8, 1 << 20); }
 
-void BM_malloc_free(benchmark::State &state) {
+void BM_malloc_free(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
   for (auto _ : state) {
-    void *p = malloc(n);
+    void* p = malloc(n);
     benchmark::DoNotOptimize(p);
     free(p);
   }
@@ -36,12 +34,12 @@ BENCHMARK(BM_malloc_free)->Apply(size_range);
 
 // Many live blocks, freed in allocation order: exercises bins/slabs and
 // tcache fill/flush rather than one recycled block.
-void BM_malloc_free_batch(benchmark::State &state) {
+void BM_malloc_free_batch(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
   size_t count = (size_t{32} << 20) / n;  // at most 32 MiB live
   if (count > 1024) count = 1024;
   if (count < 4) count = 4;
-  void **ptrs = static_cast<void **>(calloc(count, sizeof(void *)));
+  void** ptrs = static_cast<void**>(calloc(count, sizeof(void*)));
   for (auto _ : state) {
     for (size_t i = 0; i < count; i++) {
       ptrs[i] = malloc(n);
@@ -54,10 +52,10 @@ void BM_malloc_free_batch(benchmark::State &state) {
 }
 BENCHMARK(BM_malloc_free_batch)->Apply(size_range);
 
-void BM_new_delete(benchmark::State &state) {
+void BM_new_delete(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
   for (auto _ : state) {
-    char *p = new char[n];
+    char* p = new char[n];
     benchmark::DoNotOptimize(p);
     delete[] p;
   }
@@ -65,11 +63,11 @@ void BM_new_delete(benchmark::State &state) {
 }
 BENCHMARK(BM_new_delete)->Apply(size_range);
 
-void BM_mallocx_sdallocx(benchmark::State &state) {
+void BM_mallocx_sdallocx(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
   bench_api_init();
   for (auto _ : state) {
-    void *p = bench_mallocx(n, 0);
+    void* p = bench_mallocx(n, 0);
     benchmark::DoNotOptimize(p);
     bench_sdallocx(p, n, 0);
   }
@@ -80,16 +78,16 @@ BENCHMARK(BM_mallocx_sdallocx)->Apply(size_range);
 
 // 16 B doubled by realloc up to the final size (a growing vector/string),
 // touching the new last byte each time, then freed.
-void BM_realloc_chain(benchmark::State &state) {
+void BM_realloc_chain(benchmark::State& state) {
   const size_t final_size = static_cast<size_t>(state.range(0));
   int64_t steps = 0;
   for (auto _ : state) {
     size_t n = 16;
-    char *p = static_cast<char *>(malloc(n));
+    char* p = static_cast<char*>(malloc(n));
     p[0] = 1;
     while (n < final_size) {
       n *= 2;
-      p = static_cast<char *>(realloc(p, n));
+      p = static_cast<char*>(realloc(p, n));
       p[n - 1] = 1;
       steps++;
     }
@@ -106,20 +104,20 @@ BENCHMARK(BM_realloc_chain)->RangeMultiplier(16)->Range(4 << 10, 16 << 20);
 // back to its owner; with more, most frees are remote.
 constexpr int kCrossBatch = 64;
 struct CrossBatch {
-  void *p[kCrossBatch];
+  void* p[kCrossBatch];
 };
-std::atomic<CrossBatch *> g_mailbox{nullptr};
+std::atomic<CrossBatch*> g_mailbox{nullptr};
 
-void BM_cross_thread_free(benchmark::State &state) {
+void BM_cross_thread_free(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));
-  CrossBatch *mine = new CrossBatch();
-  CrossBatch *spare = new CrossBatch();
+  CrossBatch* mine = new CrossBatch();
+  CrossBatch* spare = new CrossBatch();
   for (auto _ : state) {
     for (int i = 0; i < kCrossBatch; i++) {
       mine->p[i] = malloc(n);
-      static_cast<char *>(mine->p[i])[0] = 1;
+      static_cast<char*>(mine->p[i])[0] = 1;
     }
-    CrossBatch *got = g_mailbox.exchange(mine, std::memory_order_acq_rel);
+    CrossBatch* got = g_mailbox.exchange(mine, std::memory_order_acq_rel);
     if (got != nullptr) {
       for (int i = 0; i < kCrossBatch; i++) free(got->p[i]);
       mine = got;
@@ -131,7 +129,7 @@ void BM_cross_thread_free(benchmark::State &state) {
   }
   // Every thread has left the loop (Google Benchmark's stop barrier): the
   // last batch in the mailbox still holds live blocks.
-  if (CrossBatch *left = g_mailbox.exchange(nullptr, std::memory_order_acq_rel)) {
+  if (CrossBatch* left = g_mailbox.exchange(nullptr, std::memory_order_acq_rel)) {
     for (int i = 0; i < kCrossBatch; i++) free(left->p[i]);
     delete left;
   }
@@ -143,7 +141,7 @@ BENCHMARK(BM_cross_thread_free)->Arg(64)->Arg(4096)->ThreadRange(1, 4)->UseRealT
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     if (std::strcmp(argv[i], "--info") == 0) return bench_info("micro");
   }

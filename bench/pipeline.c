@@ -34,13 +34,13 @@ typedef struct {
 
 typedef struct {
   unsigned n;
-  void *msg[kBatch];
+  void* msg[kBatch];
 } batch_t;
 
 typedef struct {
   pthread_mutex_t lock;
   pthread_cond_t not_empty, not_full;
-  batch_t **ring;
+  batch_t** ring;
   size_t cap, head, count, max_count;
 } queue_t;
 
@@ -58,17 +58,17 @@ static queue_t g_qa, g_qb;
 static atomic_uint g_producers_left, g_transformers_left;
 static atomic_uint_fast64_t g_consumed, g_checksum, g_reallocs;
 
-static void queue_init(queue_t *q, size_t cap) {
+static void queue_init(queue_t* q, size_t cap) {
   pthread_mutex_init(&q->lock, NULL);
   pthread_cond_init(&q->not_empty, NULL);
   pthread_cond_init(&q->not_full, NULL);
-  q->ring = (batch_t **)calloc(cap, sizeof(batch_t *));
+  q->ring = (batch_t**)calloc(cap, sizeof(batch_t*));
   if (!q->ring) bench_die("out of memory");
   q->cap = cap;
   q->head = q->count = q->max_count = 0;
 }
 
-static void queue_destroy(queue_t *q) {
+static void queue_destroy(queue_t* q) {
   free(q->ring);
   pthread_mutex_destroy(&q->lock);
   pthread_cond_destroy(&q->not_empty);
@@ -76,7 +76,7 @@ static void queue_destroy(queue_t *q) {
 }
 
 /* NULL is the end-of-stream marker: one per reader. */
-static void queue_push(queue_t *q, batch_t *b) {
+static void queue_push(queue_t* q, batch_t* b) {
   pthread_mutex_lock(&q->lock);
   while (q->count == q->cap) pthread_cond_wait(&q->not_full, &q->lock);
   q->ring[(q->head + q->count) % q->cap] = b;
@@ -86,10 +86,10 @@ static void queue_push(queue_t *q, batch_t *b) {
   pthread_mutex_unlock(&q->lock);
 }
 
-static batch_t *queue_pop(queue_t *q) {
+static batch_t* queue_pop(queue_t* q) {
   pthread_mutex_lock(&q->lock);
   while (q->count == 0) pthread_cond_wait(&q->not_empty, &q->lock);
-  batch_t *b = q->ring[q->head];
+  batch_t* b = q->ring[q->head];
   q->head = (q->head + 1) % q->cap;
   q->count--;
   pthread_cond_signal(&q->not_full);
@@ -97,7 +97,7 @@ static batch_t *queue_pop(queue_t *q) {
   return b;
 }
 
-static size_t message_size(bench_rng_t *r) {
+static size_t message_size(bench_rng_t* r) {
   uint64_t k = bench_rand_below(r, 100);
   if (k < 70) return bench_rand_size(r, 32, 512);
   if (k < 95) return bench_rand_size(r, 512, 16384);
@@ -105,24 +105,24 @@ static size_t message_size(bench_rng_t *r) {
 }
 
 /* Write one byte in every page from `from` on: enough to fault them all in. */
-static void touch(char *p, size_t from, size_t size) {
+static void touch(char* p, size_t from, size_t size) {
   for (size_t i = from; i < size; i += kPage) p[i] = (char)i;
   if (size > from) p[size - 1] = 1;
 }
 
-static void *producer_main(void *arg) {
+static void* producer_main(void* arg) {
   unsigned index = (unsigned)(uintptr_t)arg;
-  const config_t *c = &g_cfg;
+  const config_t* c = &g_cfg;
   bench_rng_t rng = {c->seed * 0x9e3779b97f4a7c15ull + 101u * index};
   uint64_t n = c->messages / c->producers + (index < c->messages % c->producers);
   uint64_t id = (uint64_t)index << 40;
   while (n > 0) {
-    batch_t *b = (batch_t *)malloc(sizeof(batch_t));
+    batch_t* b = (batch_t*)malloc(sizeof(batch_t));
     if (!b) bench_die("out of memory");
     b->n = n < kBatch ? (unsigned)n : kBatch;
     for (unsigned i = 0; i < b->n; i++) {
       size_t size = message_size(&rng);
-      char *m = (char *)malloc(size);
+      char* m = (char*)malloc(size);
       if (!m) bench_die("malloc(%zu) failed", size);
       msg_header_t h = {id++, (uint32_t)size, index};
       memcpy(m, &h, sizeof(h));
@@ -138,12 +138,12 @@ static void *producer_main(void *arg) {
   return NULL;
 }
 
-static void *transformer_main(void *arg) {
+static void* transformer_main(void* arg) {
   unsigned index = (unsigned)(uintptr_t)arg;
-  const config_t *c = &g_cfg;
+  const config_t* c = &g_cfg;
   bench_rng_t rng = {c->seed * 0xbf58476d1ce4e5b9ull + 7u * index};
   uint64_t reallocs = 0;
-  batch_t *b;
+  batch_t* b;
   while ((b = queue_pop(&g_qa)) != NULL) {
     for (unsigned i = 0; i < b->n; i++) {
       if (bench_rand_below(&rng, 2)) continue;
@@ -152,7 +152,7 @@ static void *transformer_main(void *arg) {
       size_t size = h.size;
       size_t lo = size / 2 > sizeof(h) ? size / 2 : sizeof(h);
       size_t nsize = bench_rand_size(&rng, lo, size * 2);
-      char *m = (char *)realloc(b->msg[i], nsize);
+      char* m = (char*)realloc(b->msg[i], nsize);
       if (!m) bench_die("realloc(%zu) failed", nsize);
       h.size = (uint32_t)nsize;
       memcpy(m, &h, sizeof(h));
@@ -169,14 +169,14 @@ static void *transformer_main(void *arg) {
   return NULL;
 }
 
-static void *consumer_main(void *arg) {
+static void* consumer_main(void* arg) {
   (void)arg;
-  const config_t *c = &g_cfg;
+  const config_t* c = &g_cfg;
   uint64_t consumed = 0, sum = 0, batches = 0;
-  batch_t *b;
+  batch_t* b;
   while ((b = queue_pop(&g_qb)) != NULL) {
     for (unsigned i = 0; i < b->n; i++) {
-      const char *m = (const char *)b->msg[i];
+      const char* m = (const char*)b->msg[i];
       msg_header_t h;
       memcpy(&h, m, sizeof(h));
       if (h.size < sizeof(h)) bench_die("corrupt message header");
@@ -196,7 +196,7 @@ static void *consumer_main(void *arg) {
   return NULL;
 }
 
-static void usage(FILE *f) {
+static void usage(FILE* f) {
   fprintf(f,
           "usage: pipeline [options]\n"
           "  -m, --messages N     messages in total (default 2M)\n"
@@ -211,19 +211,29 @@ static void usage(FILE *f) {
           "      --info           print the allocator/API detection and exit\n");
 }
 
-int main(int argc, char **argv) {
-  config_t c = {.producers = 2, .transformers = 1, .consumers = 2, .messages = 0,
-                .queue_batches = 256, .stall_every = 1000, .stall_ms = 20, .seed = 1};
+int main(int argc, char** argv) {
+  config_t c = {.producers = 2,
+                .transformers = 1,
+                .consumers = 2,
+                .messages = 0,
+                .queue_batches = 256,
+                .stall_every = 1000,
+                .stall_ms = 20,
+                .seed = 1};
   double scale = 1.0;
   enum { kQueue = 256, kStallEvery, kStallMs, kSeed, kInfo };
-  static const struct option opts[] = {
-      {"messages", required_argument, 0, 'm'},  {"scale", required_argument, 0, 's'},
-      {"producers", required_argument, 0, 'p'}, {"transformers", required_argument, 0, 'x'},
-      {"consumers", required_argument, 0, 'c'}, {"queue", required_argument, 0, kQueue},
-      {"stall-every", required_argument, 0, kStallEvery},
-      {"stall-ms", required_argument, 0, kStallMs}, {"seed", required_argument, 0, kSeed},
-      {"info", no_argument, 0, kInfo},           {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+  static const struct option opts[] = {{"messages", required_argument, 0, 'm'},
+                                       {"scale", required_argument, 0, 's'},
+                                       {"producers", required_argument, 0, 'p'},
+                                       {"transformers", required_argument, 0, 'x'},
+                                       {"consumers", required_argument, 0, 'c'},
+                                       {"queue", required_argument, 0, kQueue},
+                                       {"stall-every", required_argument, 0, kStallEvery},
+                                       {"stall-ms", required_argument, 0, kStallMs},
+                                       {"seed", required_argument, 0, kSeed},
+                                       {"info", no_argument, 0, kInfo},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
   int ch;
   while ((ch = getopt_long(argc, argv, "m:s:p:x:c:h", opts, NULL)) != -1) {
     switch (ch) {
@@ -241,7 +251,10 @@ int main(int argc, char **argv) {
       default: usage(stderr); return 2;
     }
   }
-  if (optind != argc) { usage(stderr); return 2; }
+  if (optind != argc) {
+    usage(stderr);
+    return 2;
+  }
   if (c.messages == 0) c.messages = bench_scaled(2u << 20, scale);
   if (c.producers == 0 || c.transformers == 0 || c.consumers == 0 || c.queue_batches == 0) {
     bench_die("need at least one thread per stage and --queue >= 1");
@@ -255,24 +268,24 @@ int main(int argc, char **argv) {
   atomic_store(&g_producers_left, c.producers);
   atomic_store(&g_transformers_left, c.transformers);
   unsigned nthreads = c.producers + c.transformers + c.consumers;
-  pthread_t *tid = (pthread_t *)calloc(nthreads, sizeof(pthread_t));
+  pthread_t* tid = (pthread_t*)calloc(nthreads, sizeof(pthread_t));
   if (!tid) bench_die("out of memory");
 
   long f0 = bench_minflt_self();
   double t0 = bench_now();
   unsigned k = 0;
   for (unsigned i = 0; i < c.consumers; i++, k++) {
-    if (pthread_create(&tid[k], NULL, consumer_main, (void *)(uintptr_t)i) != 0) {
+    if (pthread_create(&tid[k], NULL, consumer_main, (void*)(uintptr_t)i) != 0) {
       bench_die("pthread_create");
     }
   }
   for (unsigned i = 0; i < c.transformers; i++, k++) {
-    if (pthread_create(&tid[k], NULL, transformer_main, (void *)(uintptr_t)i) != 0) {
+    if (pthread_create(&tid[k], NULL, transformer_main, (void*)(uintptr_t)i) != 0) {
       bench_die("pthread_create");
     }
   }
   for (unsigned i = 0; i < c.producers; i++, k++) {
-    if (pthread_create(&tid[k], NULL, producer_main, (void *)(uintptr_t)i) != 0) {
+    if (pthread_create(&tid[k], NULL, producer_main, (void*)(uintptr_t)i) != 0) {
       bench_die("pthread_create");
     }
   }
@@ -285,15 +298,16 @@ int main(int argc, char **argv) {
               (unsigned long long)c.messages);
   }
   double rss_drained = (double)bench_rss_bytes() / 1048576.0;
-  printf("producers=%u transformers=%u consumers=%u messages=%llu queue=%zu batches "
-         "stall=%llu/%ums\n",
-         c.producers, c.transformers, c.consumers, (unsigned long long)c.messages,
-         c.queue_batches, (unsigned long long)c.stall_every, c.stall_ms);
-  printf("time=%.3f s  %.2f M msgs/s  reallocs=%llu  max queue A/B=%zu/%zu batches  "
-         "faults=%ld  peak RSS=%.1f MiB  RSS drained=%.1f MiB\n",
-         wall, (double)c.messages / wall / 1e6, (unsigned long long)atomic_load(&g_reallocs),
-         g_qa.max_count, g_qb.max_count, faults, (double)bench_maxrss_kib() / 1024.0,
-         rss_drained);
+  printf(
+      "producers=%u transformers=%u consumers=%u messages=%llu queue=%zu batches "
+      "stall=%llu/%ums\n",
+      c.producers, c.transformers, c.consumers, (unsigned long long)c.messages, c.queue_batches,
+      (unsigned long long)c.stall_every, c.stall_ms);
+  printf(
+      "time=%.3f s  %.2f M msgs/s  reallocs=%llu  max queue A/B=%zu/%zu batches  "
+      "faults=%ld  peak RSS=%.1f MiB  RSS drained=%.1f MiB\n",
+      wall, (double)c.messages / wall / 1e6, (unsigned long long)atomic_load(&g_reallocs),
+      g_qa.max_count, g_qb.max_count, faults, (double)bench_maxrss_kib() / 1024.0, rss_drained);
   char extra[512];
   snprintf(extra, sizeof(extra),
            "threads=%u msgs_per_s=%.0f faults=%ld rss_drained_mib=%.1f max_queue_a=%zu "

@@ -29,25 +29,25 @@ typedef struct {
   size_t from, to;
   bool tcache_none;
   bool use_arena;
-  const char *trace;
+  const char* trace;
 } config_t;
 
 typedef struct {
-  const config_t *cfg;
+  const config_t* cfg;
   unsigned index;
-  pthread_barrier_t *start;
-  long *faults;      /* [iters] minor faults of this thread per iteration */
-  double *seconds;   /* [iters] wall time of each iteration (thread 0 only) */
-  size_t *rss;       /* [iters] process RSS after each iteration (thread 0, --trace) */
-  size_t *mapped;    /* [iters] stats.mapped after each iteration (thread 0, --trace) */
+  pthread_barrier_t* start;
+  long* faults;    /* [iters] minor faults of this thread per iteration */
+  double* seconds; /* [iters] wall time of each iteration (thread 0 only) */
+  size_t* rss;     /* [iters] process RSS after each iteration (thread 0, --trace) */
+  size_t* mapped;  /* [iters] stats.mapped after each iteration (thread 0, --trace) */
   unsigned arena;
   bool has_arena;
   int flags;
 } worker_t;
 
-static void *worker_main(void *arg) {
-  worker_t *w = (worker_t *)arg;
-  const config_t *c = w->cfg;
+static void* worker_main(void* arg) {
+  worker_t* w = (worker_t*)arg;
+  const config_t* c = w->cfg;
   int flags = 0;
   if (c->use_arena && bench_arena_create(&w->arena)) {
     w->has_arena = true;
@@ -55,7 +55,7 @@ static void *worker_main(void *arg) {
   }
   if (c->tcache_none) flags |= BENCH_MALLOCX_TCACHE_NONE;
   w->flags = flags;
-  void **ptr = (void **)calloc(c->nobj, sizeof(void *));
+  void** ptr = (void**)calloc(c->nobj, sizeof(void*));
   if (!ptr) bench_die("out of memory");
   pthread_barrier_wait(w->start);
 
@@ -63,13 +63,13 @@ static void *worker_main(void *arg) {
     double t0 = bench_now();
     long f0 = bench_minflt_thread();
     for (unsigned k = 0; k < c->nobj; k++) {
-      void *p = bench_mallocx(c->from, flags);
+      void* p = bench_mallocx(c->from, flags);
       if (!p) bench_die("mallocx(%zu) failed", c->from);
       memset(p, (int)(k & 0xff), c->from);
       ptr[k] = p;
     }
     for (unsigned k = 0; k < c->nobj; k++) {
-      char *q = (char *)bench_rallocx(ptr[k], c->to, flags);
+      char* q = (char*)bench_rallocx(ptr[k], c->to, flags);
       if (!q) bench_die("rallocx(%zu) failed", c->to);
       if (q[c->from - 1] != (char)(k & 0xff)) bench_die("rallocx lost data");
       memset(q + c->from, (int)(k & 0xff), c->to - c->from);
@@ -91,16 +91,16 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
   return (x > y) - (x < y);
 }
 
 /* Median over post-warm-up iterations of the per-thread mean faults: robust
  * against the odd iteration that trips a purge. */
-static double steady_median(const worker_t *w, const config_t *c) {
+static double steady_median(const worker_t* w, const config_t* c) {
   uint64_t n = c->iters - c->warmup;
-  double *v = (double *)malloc(n * sizeof(double));
+  double* v = (double*)malloc(n * sizeof(double));
   if (!v) bench_die("out of memory");
   for (uint64_t i = 0; i < n; i++) {
     double s = 0;
@@ -113,7 +113,7 @@ static double steady_median(const worker_t *w, const config_t *c) {
   return m;
 }
 
-static void usage(FILE *f) {
+static void usage(FILE* f) {
   fprintf(f,
           "usage: rallocx_4k16k [options]\n"
           "  -t, --threads N     threads, each with its own arena (default 1)\n"
@@ -129,19 +129,31 @@ static void usage(FILE *f) {
           "      --info          print the allocator/API detection and exit\n");
 }
 
-int main(int argc, char **argv) {
-  config_t c = {.threads = 1, .iters = 0, .warmup = 1, .nobj = 256, .from = 4096,
-                .to = 16384, .tcache_none = false, .use_arena = true, .trace = NULL};
+int main(int argc, char** argv) {
+  config_t c = {.threads = 1,
+                .iters = 0,
+                .warmup = 1,
+                .nobj = 256,
+                .from = 4096,
+                .to = 16384,
+                .tcache_none = false,
+                .use_arena = true,
+                .trace = NULL};
   double scale = 1.0;
   enum { kNoArena = 256, kNobj, kFrom, kTo, kTrace, kInfo };
-  static const struct option opts[] = {
-      {"threads", required_argument, 0, 't'}, {"iters", required_argument, 0, 'i'},
-      {"scale", required_argument, 0, 's'},   {"warmup", required_argument, 0, 'w'},
-      {"tcache-none", no_argument, 0, 'n'},   {"no-arena", no_argument, 0, kNoArena},
-      {"nobj", required_argument, 0, kNobj},  {"from", required_argument, 0, kFrom},
-      {"to", required_argument, 0, kTo},      {"trace", required_argument, 0, kTrace},
-      {"info", no_argument, 0, kInfo},        {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+  static const struct option opts[] = {{"threads", required_argument, 0, 't'},
+                                       {"iters", required_argument, 0, 'i'},
+                                       {"scale", required_argument, 0, 's'},
+                                       {"warmup", required_argument, 0, 'w'},
+                                       {"tcache-none", no_argument, 0, 'n'},
+                                       {"no-arena", no_argument, 0, kNoArena},
+                                       {"nobj", required_argument, 0, kNobj},
+                                       {"from", required_argument, 0, kFrom},
+                                       {"to", required_argument, 0, kTo},
+                                       {"trace", required_argument, 0, kTrace},
+                                       {"info", no_argument, 0, kInfo},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
   int ch;
   while ((ch = getopt_long(argc, argv, "t:i:s:w:nh", opts, NULL)) != -1) {
     switch (ch) {
@@ -160,7 +172,10 @@ int main(int argc, char **argv) {
       default: usage(stderr); return 2;
     }
   }
-  if (optind != argc) { usage(stderr); return 2; }
+  if (optind != argc) {
+    usage(stderr);
+    return 2;
+  }
   if (c.iters == 0) c.iters = bench_scaled(500, scale);
   if (c.threads == 0 || c.nobj == 0 || c.from == 0 || c.to <= c.from) {
     bench_die("need --threads >= 1, --nobj >= 1 and 0 < --from < --to");
@@ -170,8 +185,8 @@ int main(int argc, char **argv) {
   bench_api_init();
   bench_print_header("rallocx_4k16k");
 
-  worker_t *w = (worker_t *)calloc(c.threads, sizeof(worker_t));
-  pthread_t *tid = (pthread_t *)calloc(c.threads, sizeof(pthread_t));
+  worker_t* w = (worker_t*)calloc(c.threads, sizeof(worker_t));
+  pthread_t* tid = (pthread_t*)calloc(c.threads, sizeof(pthread_t));
   if (!w || !tid) bench_die("out of memory");
   pthread_barrier_t start;
   pthread_barrier_init(&start, NULL, c.threads + 1);
@@ -179,14 +194,14 @@ int main(int argc, char **argv) {
     w[t].cfg = &c;
     w[t].index = t;
     w[t].start = &start;
-    w[t].faults = (long *)calloc(c.iters, sizeof(long));
+    w[t].faults = (long*)calloc(c.iters, sizeof(long));
     if (!w[t].faults) bench_die("out of memory");
     if (t == 0) {
-      w[t].seconds = (double *)calloc(c.iters, sizeof(double));
+      w[t].seconds = (double*)calloc(c.iters, sizeof(double));
       if (!w[t].seconds) bench_die("out of memory");
       if (c.trace) {
-        w[t].rss = (size_t *)calloc(c.iters, sizeof(size_t));
-        w[t].mapped = (size_t *)calloc(c.iters, sizeof(size_t));
+        w[t].rss = (size_t*)calloc(c.iters, sizeof(size_t));
+        w[t].mapped = (size_t*)calloc(c.iters, sizeof(size_t));
         if (!w[t].rss || !w[t].mapped) bench_die("out of memory");
       }
     }
@@ -227,21 +242,21 @@ int main(int argc, char **argv) {
   printf("threads=%u iters=%llu nobj=%u %zu->%zu tcache=%s arenas=%s\n", c.threads,
          (unsigned long long)c.iters, c.nobj, c.from, c.to, c.tcache_none ? "none" : "default",
          arenas ? "manual" : "none");
-  printf("faults/iter per thread: iter0=%.0f iter1=%.0f iter2=%.0f last=%.0f; "
-         "after %llu warm-up: mean=%.1f median=%.0f max=%.0f\n",
-         first[0], first[1], first[2], last, (unsigned long long)c.warmup, steady, median,
-         steady_max);
+  printf(
+      "faults/iter per thread: iter0=%.0f iter1=%.0f iter2=%.0f last=%.0f; "
+      "after %llu warm-up: mean=%.1f median=%.0f max=%.0f\n",
+      first[0], first[1], first[2], last, (unsigned long long)c.warmup, steady, median, steady_max);
   printf("time=%.3f s (%.1f us/iter/thread)  process faults=%ld  %s=%.1f MiB  peak RSS=%.1f MiB\n",
-         wall, wall * 1e6 / (double)c.iters, self_faults,
-         have_mapped ? "stats.mapped" : "RSS",
+         wall, wall * 1e6 / (double)c.iters, self_faults, have_mapped ? "stats.mapped" : "RSS",
          (double)(have_mapped ? mapped : bench_rss_bytes()) / 1048576.0,
          (double)bench_maxrss_kib() / 1024.0);
 
   if (c.trace) {
-    FILE *f = fopen(c.trace, "w");
+    FILE* f = fopen(c.trace, "w");
     if (!f) bench_die("cannot write %s", c.trace);
-    fprintf(f, "# iter faults_mean_per_thread faults_thread0 seconds_thread0 rss_bytes "
-               "mapped_bytes\n");
+    fprintf(f,
+            "# iter faults_mean_per_thread faults_thread0 seconds_thread0 rss_bytes "
+            "mapped_bytes\n");
     for (uint64_t it = 0; it < c.iters; it++) {
       double s = 0;
       for (unsigned t = 0; t < c.threads; t++) s += (double)w[t].faults[it];

@@ -18,7 +18,7 @@
 
 #include <string.h>
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s SIZE [BURST_BYTES [ROUNDS [ALIGN]]]\n", argv[0]);
     return 2;
@@ -31,26 +31,26 @@ int main(int argc, char **argv) {
   if (size == 0) bench_die("SIZE must be positive");
   size_t n = burst / size;
   if (n < 8) n = 8;
-  void **blocks = calloc(n, sizeof(void *));
+  void** blocks = calloc(n, sizeof(void*));
   if (blocks == NULL) bench_die("calloc of the block table failed");
   bench_api_init();
   for (int r = 0; r < rounds; r++) {
     for (size_t i = 0; i < n; i++) {
-      void *p = NULL;
+      void* p = NULL;
       if (align == 0) {
         p = malloc(size);
       } else if (posix_memalign(&p, align, size) != 0) {
         p = NULL;
       }
       if (p == NULL) bench_die("allocation failed");
-      for (size_t off = 0; off < size; off += 4096) ((volatile char *)p)[off] = 1;
+      for (size_t off = 0; off < size; off += 4096) ((volatile char*)p)[off] = 1;
       blocks[i] = p;
     }
     for (size_t i = 0; i < n; i++) free(blocks[i]);
     size_t mapped = 0;
     long long m = bench_stats_mapped(&mapped) ? (long long)mapped : -1;
-    printf("ROUND %d rss=%zu minflt=%ld mapped=%lld\n", r, bench_rss_bytes(),
-           bench_minflt_self(), m);
+    printf("ROUND %d rss=%zu minflt=%ld mapped=%lld\n", r, bench_rss_bytes(), bench_minflt_self(),
+           m);
   }
   free(blocks);
   return 0;

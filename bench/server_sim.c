@@ -29,12 +29,12 @@
 enum { kCache = 4, kPendingSlots = 16, kMaxPendingPerSlot = 64 };
 
 typedef struct session {
-  struct session *next; /* graveyard link */
-  void *state;
+  struct session* next; /* graveyard link */
+  void* state;
   size_t state_size;
-  void *cache[kCache];
+  void* cache[kCache];
   size_t cache_size[kCache];
-  char *log;
+  char* log;
   size_t log_len, log_cap, log_limit;
 } session_t;
 
@@ -48,13 +48,13 @@ typedef struct {
 } config_t;
 
 typedef struct {
-  const config_t *cfg;
+  const config_t* cfg;
   unsigned index;
   bench_rng_t rng;
-  session_t **live;
+  session_t** live;
   size_t nlive;
   /* responses freed some ticks later: ring of slots indexed by tick */
-  void *pending[kPendingSlots][kMaxPendingPerSlot];
+  void* pending[kPendingSlots][kMaxPendingPerSlot];
   size_t pending_size[kPendingSlots][kMaxPendingPerSlot];
   unsigned npending[kPendingSlots];
   int64_t live_bytes; /* bytes this thread allocated minus freed (may go negative) */
@@ -64,24 +64,24 @@ typedef struct {
 
 static pthread_barrier_t g_barrier;
 static pthread_mutex_t g_grave_lock = PTHREAD_MUTEX_INITIALIZER;
-static session_t *g_grave;
+static session_t* g_grave;
 
-static void *xmalloc(worker_t *w, size_t n) {
-  void *p = malloc(n);
+static void* xmalloc(worker_t* w, size_t n) {
+  void* p = malloc(n);
   if (!p) bench_die("malloc(%zu) failed", n);
   w->live_bytes += (int64_t)n;
   w->allocs++;
   return p;
 }
 
-static void xfree(worker_t *w, void *p, size_t n) {
+static void xfree(worker_t* w, void* p, size_t n) {
   if (!p) return;
   free(p);
   w->live_bytes -= (int64_t)n;
 }
 
-static session_t *session_new(worker_t *w) {
-  session_t *s = (session_t *)xmalloc(w, sizeof(session_t));
+static session_t* session_new(worker_t* w) {
+  session_t* s = (session_t*)xmalloc(w, sizeof(session_t));
   memset(s, 0, sizeof(*s));
   s->state_size = bench_rand_size(&w->rng, 256, 16384);
   s->state = xmalloc(w, s->state_size);
@@ -96,15 +96,15 @@ static session_t *session_new(worker_t *w) {
   return s;
 }
 
-static void session_free(worker_t *w, session_t *s) {
+static void session_free(worker_t* w, session_t* s) {
   xfree(w, s->state, s->state_size);
   for (unsigned i = 0; i < kCache; i++) xfree(w, s->cache[i], s->cache_size[i]);
   xfree(w, s->log, s->log_cap);
   xfree(w, s, sizeof(session_t));
 }
 
-static void session_depart(worker_t *w, size_t idx) {
-  session_t *s = w->live[idx];
+static void session_depart(worker_t* w, size_t idx) {
+  session_t* s = w->live[idx];
   w->live[idx] = w->live[--w->nlive];
   if (bench_rand_below(&w->rng, 4) == 0) {
     /* The bytes leave this thread's books now; the drainer frees them. */
@@ -119,18 +119,18 @@ static void session_depart(worker_t *w, size_t idx) {
   }
 }
 
-static void drain_graveyard(worker_t *w, unsigned max) {
-  session_t *batch = NULL;
+static void drain_graveyard(worker_t* w, unsigned max) {
+  session_t* batch = NULL;
   pthread_mutex_lock(&g_grave_lock);
   for (unsigned i = 0; i < max && g_grave; i++) {
-    session_t *s = g_grave;
+    session_t* s = g_grave;
     g_grave = s->next;
     s->next = batch;
     batch = s;
   }
   pthread_mutex_unlock(&g_grave_lock);
   while (batch) {
-    session_t *s = batch;
+    session_t* s = batch;
     batch = s->next;
     /* Already taken off the books by the departing thread. */
     w->live_bytes += (int64_t)(s->state_size + s->log_cap + sizeof(session_t));
@@ -139,8 +139,8 @@ static void drain_graveyard(worker_t *w, unsigned max) {
   }
 }
 
-static void serve_request(worker_t *w, session_t *s, uint64_t tick) {
-  void *tmp[32];
+static void serve_request(worker_t* w, session_t* s, uint64_t tick) {
+  void* tmp[32];
   size_t tsz[32];
   unsigned n = 4 + (unsigned)bench_rand_below(&w->rng, 29);
   for (unsigned i = 0; i < n; i++) {
@@ -160,7 +160,7 @@ static void serve_request(worker_t *w, session_t *s, uint64_t tick) {
     if (s->log_len + add > s->log_cap) {
       size_t cap = s->log_cap ? s->log_cap + s->log_cap / 2 : 256;
       while (cap < s->log_len + add) cap += cap / 2;
-      char *p = (char *)realloc(s->log, cap);
+      char* p = (char*)realloc(s->log, cap);
       if (!p) bench_die("realloc(%zu) failed", cap);
       w->live_bytes += (int64_t)cap - (int64_t)s->log_cap;
       w->allocs++;
@@ -177,11 +177,11 @@ static void serve_request(worker_t *w, session_t *s, uint64_t tick) {
     memset(s->cache[i], 0x33, s->cache_size[i]);
   }
   if (bench_rand_below(&w->rng, 10) == 0) {
-    unsigned slot = (unsigned)((tick + 1 + bench_rand_below(&w->rng, kPendingSlots - 1)) %
-                               kPendingSlots);
+    unsigned slot =
+        (unsigned)((tick + 1 + bench_rand_below(&w->rng, kPendingSlots - 1)) % kPendingSlots);
     if (w->npending[slot] < kMaxPendingPerSlot) {
       size_t sz = bench_rand_size(&w->rng, 256, 65536);
-      void *p = xmalloc(w, sz);
+      void* p = xmalloc(w, sz);
       memset(p, 0x77, sz);
       w->pending[slot][w->npending[slot]] = p;
       w->pending_size[slot][w->npending[slot]] = sz;
@@ -195,8 +195,8 @@ static void serve_request(worker_t *w, session_t *s, uint64_t tick) {
   w->requests++;
 }
 
-static void run_tick(worker_t *w, uint64_t tick, size_t target) {
-  const config_t *c = w->cfg;
+static void run_tick(worker_t* w, uint64_t tick, size_t target) {
+  const config_t* c = w->cfg;
   unsigned slot = (unsigned)(tick % kPendingSlots);
   for (unsigned i = 0; i < w->npending[slot]; i++) {
     xfree(w, w->pending[slot][i], w->pending_size[slot][i]);
@@ -217,10 +217,10 @@ static void run_tick(worker_t *w, uint64_t tick, size_t target) {
   drain_graveyard(w, 8);
 }
 
-static void *worker_main(void *arg) {
-  worker_t *w = (worker_t *)arg;
-  const config_t *c = w->cfg;
-  w->live = (session_t **)calloc(c->sessions + 1, sizeof(session_t *));
+static void* worker_main(void* arg) {
+  worker_t* w = (worker_t*)arg;
+  const config_t* c = w->cfg;
+  w->live = (session_t**)calloc(c->sessions + 1, sizeof(session_t*));
   if (!w->live) bench_die("out of memory");
   size_t low = c->sessions / 20;
   uint64_t tick = 0;
@@ -232,8 +232,8 @@ static void *worker_main(void *arg) {
         uint64_t ramp = c->ticks * 3 / 4 + 1;
         uint64_t k = t < ramp ? t : ramp;
         size_t span = c->sessions - low;
-        size_t target = phase == 0 ? low + (size_t)(span * k / ramp)
-                                   : c->sessions - (size_t)(span * k / ramp);
+        size_t target =
+            phase == 0 ? low + (size_t)(span * k / ramp) : c->sessions - (size_t)(span * k / ramp);
         run_tick(w, tick, target);
       }
       pthread_barrier_wait(&g_barrier); /* phase done: main samples RSS */
@@ -251,12 +251,12 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-static int64_t total_live(const worker_t *w, unsigned n) {
+static int64_t total_live(const worker_t* w, unsigned n) {
   int64_t sum = 0;
   for (unsigned t = 0; t < n; t++) sum += w[t].live_bytes;
   /* sessions parked in the graveyard are off every thread's books */
   pthread_mutex_lock(&g_grave_lock);
-  for (session_t *s = g_grave; s; s = s->next) {
+  for (session_t* s = g_grave; s; s = s->next) {
     sum += (int64_t)(s->state_size + s->log_cap + sizeof(session_t));
     for (unsigned i = 0; i < kCache; i++) sum += (int64_t)s->cache_size[i];
   }
@@ -264,7 +264,7 @@ static int64_t total_live(const worker_t *w, unsigned n) {
   return sum;
 }
 
-static void usage(FILE *f) {
+static void usage(FILE* f) {
   fprintf(f,
           "usage: server_sim [options]\n"
           "  -t, --threads N    worker threads (default 2)\n"
@@ -277,17 +277,20 @@ static void usage(FILE *f) {
           "      --info         print the allocator/API detection and exit\n");
 }
 
-int main(int argc, char **argv) {
-  config_t c = {.threads = 2, .cycles = 4, .ticks = 0, .sessions = 1500, .requests = 64,
-                .seed = 1};
+int main(int argc, char** argv) {
+  config_t c = {.threads = 2, .cycles = 4, .ticks = 0, .sessions = 1500, .requests = 64, .seed = 1};
   double scale = 1.0;
   enum { kTicks = 256, kSessions, kRequests, kSeed, kInfo };
-  static const struct option opts[] = {
-      {"threads", required_argument, 0, 't'},    {"cycles", required_argument, 0, 'c'},
-      {"scale", required_argument, 0, 's'},      {"ticks", required_argument, 0, kTicks},
-      {"sessions", required_argument, 0, kSessions}, {"requests", required_argument, 0, kRequests},
-      {"seed", required_argument, 0, kSeed},     {"info", no_argument, 0, kInfo},
-      {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+  static const struct option opts[] = {{"threads", required_argument, 0, 't'},
+                                       {"cycles", required_argument, 0, 'c'},
+                                       {"scale", required_argument, 0, 's'},
+                                       {"ticks", required_argument, 0, kTicks},
+                                       {"sessions", required_argument, 0, kSessions},
+                                       {"requests", required_argument, 0, kRequests},
+                                       {"seed", required_argument, 0, kSeed},
+                                       {"info", no_argument, 0, kInfo},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
   int ch;
   while ((ch = getopt_long(argc, argv, "t:c:s:h", opts, NULL)) != -1) {
     switch (ch) {
@@ -303,7 +306,10 @@ int main(int argc, char **argv) {
       default: usage(stderr); return 2;
     }
   }
-  if (optind != argc) { usage(stderr); return 2; }
+  if (optind != argc) {
+    usage(stderr);
+    return 2;
+  }
   if (c.ticks == 0) c.ticks = bench_scaled(2000, scale);
   if (c.threads == 0 || c.cycles == 0 || c.sessions < 20) {
     bench_die("need --threads >= 1, --cycles >= 1, --sessions >= 20");
@@ -311,8 +317,8 @@ int main(int argc, char **argv) {
 
   bench_api_init();
   bench_print_header("server_sim");
-  worker_t *w = (worker_t *)calloc(c.threads, sizeof(worker_t));
-  pthread_t *tid = (pthread_t *)calloc(c.threads, sizeof(pthread_t));
+  worker_t* w = (worker_t*)calloc(c.threads, sizeof(worker_t));
+  pthread_t* tid = (pthread_t*)calloc(c.threads, sizeof(pthread_t));
   if (!w || !tid) bench_die("out of memory");
   pthread_barrier_init(&g_barrier, NULL, c.threads + 1);
   for (unsigned t = 0; t < c.threads; t++) {
@@ -333,8 +339,13 @@ int main(int argc, char **argv) {
       double rss = (double)bench_rss_bytes() / 1048576.0;
       printf("%-6llu %-7s %10.1f %10.1f %8.2f\n", (unsigned long long)cycle,
              phase ? "shrunk" : "grown", live, rss, live > 0 ? rss / live : 0.0);
-      if (phase == 0) { rss_grown = rss; live_grown = live; }
-      else { rss_shrunk = rss; live_shrunk = live; }
+      if (phase == 0) {
+        rss_grown = rss;
+        live_grown = live;
+      } else {
+        rss_shrunk = rss;
+        live_shrunk = live;
+      }
       pthread_barrier_wait(&g_barrier);
     }
   }
@@ -348,10 +359,11 @@ int main(int argc, char **argv) {
   }
   printf("threads=%u cycles=%llu ticks/phase=%llu sessions/thread=%llu\n", c.threads,
          (unsigned long long)c.cycles, (unsigned long long)c.ticks, (unsigned long long)c.sessions);
-  printf("time=%.3f s  %.2f M allocs/s  requests=%llu  faults=%ld  peak RSS=%.1f MiB  "
-         "last shrink: RSS %.1f MiB for %.1f MiB live\n",
-         wall, (double)allocs / wall / 1e6, (unsigned long long)requests, faults,
-         (double)bench_maxrss_kib() / 1024.0, rss_shrunk, live_shrunk);
+  printf(
+      "time=%.3f s  %.2f M allocs/s  requests=%llu  faults=%ld  peak RSS=%.1f MiB  "
+      "last shrink: RSS %.1f MiB for %.1f MiB live\n",
+      wall, (double)allocs / wall / 1e6, (unsigned long long)requests, faults,
+      (double)bench_maxrss_kib() / 1024.0, rss_shrunk, live_shrunk);
   char extra[512];
   snprintf(extra, sizeof(extra),
            "threads=%u allocs=%llu mallocs_per_s=%.0f faults=%ld live_grown_mib=%.1f "

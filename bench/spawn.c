@@ -36,12 +36,12 @@ static double now(void) {
 
 static double tv(struct timeval t) { return (double)t.tv_sec + (double)t.tv_usec * 1e-6; }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc < 4) {
     fprintf(stderr, "usage: spawn OUTFILE [NAME=VALUE ...] -- PROGRAM [ARGS ...]\n");
     return 125;
   }
-  const char *outfile = argv[1];
+  const char* outfile = argv[1];
   int sep = 2;
   while (sep < argc && strcmp(argv[sep], "--") != 0) {
     if (!strchr(argv[sep], '=')) {
@@ -62,7 +62,7 @@ int main(int argc, char **argv) {
   }
   if (pid == 0) {
     for (int i = 2; i < sep; i++) {
-      char *eq = strchr(argv[i], '=');
+      char* eq = strchr(argv[i], '=');
       *eq = '\0';
       if (setenv(argv[i], eq + 1, 1) != 0) _exit(126);
     }
@@ -80,7 +80,7 @@ int main(int argc, char **argv) {
     }
   }
   double wall = now() - t0;
-  FILE *f = fopen(outfile, "w");
+  FILE* f = fopen(outfile, "w");
   if (f) {
     fprintf(f,
             "status=%d wall_s=%.6f maxrss_kib=%ld minflt=%ld majflt=%ld utime_s=%.6f "

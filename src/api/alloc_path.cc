@@ -54,8 +54,8 @@ void* alloc_large(Tsd& tsd, Tcache* tc, Arena* arena, size_t usize, size_t align
       return p;
     }
   }
-  return large_malloc(arena, tsd.arena, [&tsd] { return tsd_arena(tsd); }, usize, alignment,
-                      zero, huge_key);
+  return large_malloc(
+      arena, tsd.arena, [&tsd] { return tsd_arena(tsd); }, usize, alignment, zero, huge_key);
 }
 
 void* ialloc(Tsd& tsd, size_t usize, size_t alignment, bool zero, Tcache* tc, Arena* arena,
@@ -109,7 +109,9 @@ Arena* explicit_arena(unsigned arena_flag, bool* bad) {
 
 }  // namespace
 
-bool ensure_init() { return JE_LIKELY(g_initialized.load(std::memory_order_acquire)) || malloc_init(); }
+bool ensure_init() {
+  return JE_LIKELY(g_initialized.load(std::memory_order_acquire)) || malloc_init();
+}
 
 void* allocate(const Request& r) {
   if (JE_UNLIKELY(!ensure_init())) return nullptr;
@@ -135,9 +137,7 @@ void* malloc_slow(size_t size) {
   return p;
 }
 
-void* mallocx_slow(size_t size) {
-  return allocate(Request::of(size, {}));
-}
+void* mallocx_slow(size_t size) { return allocate(Request::of(size, {})); }
 
 void deallocate(void* ptr, unsigned tcache_flag) {
   EmapEntry ent = g_emap.lookup_entry(ptr);
@@ -206,8 +206,9 @@ void* reallocate(void* ptr, const Request& r) {
   const size_t huge_key = large_huge_key(usize, alignment, /*request=*/0);
   void* p;
   if (large_ralloc_bypasses_cache(oldsize, usize)) {
-    p = large_malloc(arena, tsd.arena, [&tsd] { return tsd_arena(tsd); }, usize, alignment,
-                     r.flags.zero, huge_key);
+    p = large_malloc(
+        arena, tsd.arena, [&tsd] { return tsd_arena(tsd); }, usize, alignment, r.flags.zero,
+        huge_key);
   } else {
     p = ialloc(tsd, usize, alignment, r.flags.zero, tc, arena, huge_key);
   }

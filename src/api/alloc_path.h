@@ -37,8 +37,8 @@ namespace je::api {
 struct Flags {
   size_t alignment = 0;  // 0 = natural
   bool zero = false;
-  unsigned tcache = 0;   // 0 automatic, 1 none, n >= 2 explicit cache n - 2
-  unsigned arena = 0;    // 0 automatic, n >= 1 arena n - 1
+  unsigned tcache = 0;  // 0 automatic, 1 none, n >= 2 explicit cache n - 2
+  unsigned arena = 0;   // 0 automatic, n >= 1 arena n - 1
   /// Only an alignment (the aligned standard entry points).
   static Flags aligned(size_t alignment) {
     Flags f;

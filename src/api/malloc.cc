@@ -1,9 +1,5 @@
 // malloc.cc: the standard C allocation functions (glibc-compatible prototypes).
 //
-// Semantics follow jemalloc 5.3.0 (its manual, MALLOC(3)): malloc(0) returns a unique minimal block;
-// calloc overflow -> NULL + ENOMEM; realloc(p, 0) obeys opt.zero_realloc (default: free and
-// return NULL); posix_memalign returns EINVAL/ENOMEM; aligned_alloc/memalign set errno EINVAL
-// for a non-power-of-two alignment; zero-size aligned requests are bumped to one byte.
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -19,8 +15,7 @@ using namespace je::api;
 
 namespace {
 
-JE_NOINLINE_COLD void* aligned_slow(size_t alignment, size_t size, size_t min_alignment,
-                                    int* err) {
+JE_NOINLINE_COLD void* aligned_slow(size_t alignment, size_t size, size_t min_alignment, int* err) {
   *err = 0;
   if (alignment < min_alignment || !is_pow2(alignment)) {
     *err = EINVAL;
@@ -47,9 +42,7 @@ JE_NOINLINE_COLD void* realloc_zero(void* ptr) {
       io_printf("Called realloc(non-null-ptr, 0) with zero_realloc:abort set\n");
       abort();
     case ZeroReallocAction::kFree:
-    default:
-      free_fast(ptr);
-      return nullptr;
+    default: free_fast(ptr); return nullptr;
   }
 }
 

@@ -57,8 +57,9 @@ JE_NOINLINE_COLD void* handle_oom(size_t usize, size_t alignment) {
       je_abort_msg("Allocation failed and opt.experimental_infallible_new is true. Aborting.");
     }
     if (&std::__throw_bad_alloc == nullptr) {
-      je_abort_msg("operator new failed and no C++ runtime is loaded to throw std::bad_alloc. "
-                   "Aborting.");
+      je_abort_msg(
+          "operator new failed and no C++ runtime is loaded to throw std::bad_alloc. "
+          "Aborting.");
     }
     std::__throw_bad_alloc();
   }

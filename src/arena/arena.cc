@@ -470,9 +470,8 @@ void Arena::read_stats(ArenaStatsSnap* out) {
       Bin& bin = this->bin(i, shard);
       MutexGuard g(bin.mtx);
       const BinStats& st = bin.stats;
-      b.add(BinStatsSnap{st.nmalloc, st.ndalloc, st.nrequests, st.curregs, st.nfills,
-                         st.nflushes, st.nslabs, st.reslabs, st.curslabs, st.nonfull_slabs,
-                         bin.mtx.stats()},
+      b.add(BinStatsSnap{st.nmalloc, st.ndalloc, st.nrequests, st.curregs, st.nfills, st.nflushes,
+                         st.nslabs, st.reslabs, st.curslabs, st.nonfull_slabs, bin.mtx.stats()},
             /*current=*/true);
     }
   }

@@ -209,18 +209,14 @@ class Arena {
 
   // ---- bins -------------------------------------------------------------------------------
   /// Shard `shard` of class `binind`'s bins.
-  Bin& bin(szind_t binind, unsigned shard) {
-    return bins_[g_bin_geo[binind].shard_base + shard];
-  }
+  Bin& bin(szind_t binind, unsigned shard) { return bins_[g_bin_geo[binind].shard_base + shard]; }
   /// The calling thread's shard of class `binind`.
   Bin& thread_bin(szind_t binind) { return bin(binind, t_bin_shards.shard[binind]); }
   /// Every bin of every class (g_nbins_total of them).
   Bin* bins_begin() { return bins_; }
   Bin* bins_end() { return bins_ + g_nbins_total; }
   /// Ticket for a thread binding here: picks its shards (bin_shards_bind).
-  unsigned next_binshard_ticket() {
-    return binshard_next_.fetch_add(1, std::memory_order_relaxed);
-  }
+  unsigned next_binshard_ticket() { return binshard_next_.fetch_add(1, std::memory_order_relaxed); }
 
   // ---- statistics -------------------------------------------------------------------------
   Base* base() const { return base_; }

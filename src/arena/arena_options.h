@@ -1,25 +1,25 @@
 // arena_options.h: the run-time options of the arena layer, fixed once per process at boot.
 //
 // Purpose: every MALLOC_CONF value the arena layer (arenas, Arena, the allocation policy of
-// large.h, background threads) and the page allocators it creates depend on, in one struct. The ctl layer owns the option table
-// (src/ctl/opt.h); src/api/init fills an ArenaOptions from it and hands it down through
-// core_boot (CoreConfig::arena), so nothing at or below this layer reads the table. The member
-// defaults equal the table's defaults (api/init.cc checks that at compile time), so a unit test
-// booting with `CoreConfig{}` gets the library's defaults.
+// large.h, background threads) and the page allocators it creates depend on, in one struct. The ctl
+// layer owns the option table (src/ctl/opt.h); src/api/init fills an ArenaOptions from it and hands
+// it down through core_boot (CoreConfig::arena), so nothing at or below this layer reads the table.
+// The member defaults equal the table's defaults (api/init.cc checks that at compile time), so a
+// unit test booting with `CoreConfig{}` gets the library's defaults.
 // Layer: arena. Writers: arenas_boot (copies the boot value in, then settles `narenas` and
-// `oversize_threshold`), background_thread_boot (settles `max_background_threads`). Readers:
-// the arena layer (large.h's fills on the allocation paths), the thread layer (percpu, and
-// zero/junk for the fast-path decision), ctl (the settled values, for `opt.*`).
-// Concurrency: none needed. `g_arena_opt` is written only by core_boot, before any other thread
-// can call into the allocator; afterwards it is read-only, so plain loads are race-free and
-// exactly as cheap as reading the option table was.
+// `oversize_threshold`), background_thread_boot (settles `max_background_threads`). Readers: the
+// arena layer (large.h's fills on the allocation paths), the thread layer (percpu, and zero/junk
+// for the fast-path decision), ctl (the settled values, for `opt.*`).
+// Concurrency: none needed. `g_arena_opt` is written only by core_boot, before any other thread can
+// call into the allocator; afterwards it is read-only, so plain loads are race-free and exactly as
+// cheap as reading the option table was.
 // Defaults that change at run time (arenas.dirty_decay_ms, arenas.muzzy_decay_ms, ours
 // arenas.bounded_coalesce) are not read from here after boot: arenas_boot seeds atomics in
 // arenas.cc with these values, and ctl writes those atomics.
 // jemalloc mapping: opt_narenas, opt_percpu_arena, opt_oversize_threshold, opt_retain,
 // opt_lg_extent_max_active_fit, opt_{dirty,muzzy}_decay_ms, opt_metadata_thp,
-// opt_max_background_threads, opt_zero, opt_junk_alloc / opt_junk_free (arena.c, jemalloc.c,
-// pa.c, extent.c, base.c, background_thread.c).
+// opt_max_background_threads, opt_zero, opt_junk_alloc / opt_junk_free (arena.c, jemalloc.c, pa.c,
+// extent.c, base.c, background_thread.c).
 #pragma once
 
 #include <cstddef>

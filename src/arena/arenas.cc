@@ -31,7 +31,7 @@ constinit bool g_destroyed[kMaxArenas] = {};
 constinit unsigned g_destroyed_stack[kMaxArenas] = {};
 constinit unsigned g_ndestroyed = 0;
 constinit Mutex g_arenas_mtx{LockRank::kArenas, "arenas"};
-constinit unsigned g_percpu_limit = 0;  // arenas assigned by CPU under percpu_arena
+constinit unsigned g_percpu_limit = 0;               // arenas assigned by CPU under percpu_arena
 constinit std::atomic<uint64_t> g_next_sweep_ns{0};  // arenas_decay_sweep's next due time
 
 // Creates the arena at `ind` unless present; caller holds g_arenas_mtx.
@@ -73,9 +73,7 @@ bool arenas_boot(const ArenaOptions& opts) {
   // percpu_arena needs an arena per CPU (or per core): at least that many, and when narenas is
   // not set, exactly that many.
   if (o.percpu != PercpuArena::kDisabled) {
-    unsigned limit = o.percpu == PercpuArena::kPhycpu && ncpus > 1
-                         ? ncpus / 2 + ncpus % 2
-                         : ncpus;
+    unsigned limit = o.percpu == PercpuArena::kPhycpu && ncpus > 1 ? ncpus / 2 + ncpus % 2 : ncpus;
     if (o.narenas < limit) o.narenas = limit;
     g_percpu_limit = limit;
   }
@@ -179,8 +177,7 @@ void arena_decay_after_cache_teardown(Arena* cache_arena) {
   // Read after the caller's unbind: when two threads of one arena exit together, at least the
   // later one sees zero. A thread binding meanwhile only costs it an early purge. With
   // background threads on they own purging, and 5.3.0 leaves the arena to them.
-  const bool deserted = cache_arena->nthreads() == 0 &&
-                        !background_thread_enabled();
+  const bool deserted = cache_arena->nthreads() == 0 && !background_thread_enabled();
   cache_arena->decay(/*is_background_thread=*/false, /*all=*/deserted);
 }
 
@@ -290,9 +287,7 @@ bool arenas_set_muzzy_decay_ms_default(int64_t ms) {
   return true;
 }
 
-bool arenas_bounded_coalesce_default() {
-  return g_bounded_default.load(std::memory_order_relaxed);
-}
+bool arenas_bounded_coalesce_default() { return g_bounded_default.load(std::memory_order_relaxed); }
 void arenas_set_bounded_coalesce_default(bool on) {
   g_bounded_default.store(on, std::memory_order_relaxed);
 }

@@ -48,7 +48,7 @@ struct JE_CACHELINE_ALIGNED Slot {
   std::atomic<bool> recheck{false};
   // Sleep channel; sleep_mtx is a leaf.
   pthread_mutex_t sleep_mtx = PTHREAD_MUTEX_INITIALIZER;
-  pthread_cond_t cond{};  // CLOCK_MONOTONIC, initialized at boot
+  pthread_cond_t cond{};      // CLOCK_MONOTONIC, initialized at boot
   bool wake_pending = false;  // sleep_mtx
 };
 

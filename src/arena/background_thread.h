@@ -72,11 +72,11 @@ inline constexpr size_t kBackgroundThreadPurgeNpagesThreshold = 1024;
 
 /// stats.background_thread.* and the two global mutex entries, as of one read.
 struct BackgroundThreadStats {
-  size_t num_threads = 0;       // started threads whose residue class has an arena
-  uint64_t num_runs = 0;        // runs (sleeps begun) of those threads since they started
-  uint64_t run_interval_ns = 0; // average time slept per run (0 without runs)
-  MutexStats global_mutex;      // stats.mutexes.background_thread
-  MutexStats max_per_thread;    // stats.mutexes.max_per_bg_thd (field-wise maximum)
+  size_t num_threads = 0;        // started threads whose residue class has an arena
+  uint64_t num_runs = 0;         // runs (sleeps begun) of those threads since they started
+  uint64_t run_interval_ns = 0;  // average time slept per run (0 without runs)
+  MutexStats global_mutex;       // stats.mutexes.background_thread
+  MutexStats max_per_thread;     // stats.mutexes.max_per_bg_thd (field-wise maximum)
 };
 
 namespace detail {

@@ -1,7 +1,6 @@
 // bin_info.cc: run-time bin geometry (see bin_info.h).
 #include "arena/bin_info.h"
 
-
 namespace je {
 
 namespace {
@@ -12,8 +11,8 @@ constexpr uint32_t div_magic(uint64_t d) {
 
 constexpr BinGeometry geometry(const sc::BinInfo& b, uint32_t slab_size, uint32_t nshards,
                                uint32_t shard_base) {
-  return BinGeometry{b.reg_size, slab_size / b.reg_size, slab_size, nshards,
-                     div_magic(b.reg_size), shard_base};
+  return BinGeometry{b.reg_size, slab_size / b.reg_size, slab_size,
+                     nshards,    div_magic(b.reg_size),  shard_base};
 }
 
 constexpr auto kDefaultGeometry = [] {
@@ -46,10 +45,10 @@ void bin_info_boot(const uint16_t* slab_pages, const uint8_t* nshards) {
   unsigned base = 0;
   for (unsigned i = 0; i < sc::kNBins; i++) {
     const sc::BinInfo& b = sc::kBinInfo[i];
-    const uint32_t slab = slab_pages[i] == 0
-                              ? b.slab_size
-                              : static_cast<uint32_t>(
-                                    bin_slab_pages_clamp(i, slab_pages[i]) * config::kPage);
+    const uint32_t slab =
+        slab_pages[i] == 0
+            ? b.slab_size
+            : static_cast<uint32_t>(bin_slab_pages_clamp(i, slab_pages[i]) * config::kPage);
     g_bin_geo[i] = geometry(b, slab, nshards[i], base);
     base += nshards[i];
   }

@@ -23,8 +23,8 @@ namespace {
 
 // Whether a small allocation of class `oldsize` can stay where it is for [size, size+extra].
 bool small_stays(size_t oldsize, size_t size, size_t usize_max) {
-  bool same_class = usize_max <= sc::kSmallMaxClass &&
-                    sz::size2index(usize_max) == sz::size2index(oldsize);
+  bool same_class =
+      usize_max <= sc::kSmallMaxClass && sz::size2index(usize_max) == sz::size2index(oldsize);
   return same_class || (size <= oldsize && usize_max >= oldsize);
 }
 

@@ -331,8 +331,8 @@ bool handle_choice(const OptInfo& o, const Pair& p) {
 /// Adds the known, not yet present letters of the value to the option's buffer; unknown letters
 /// are ignored and nothing is ever rejected (5.3.0 accumulates across pairs and sources).
 bool handle_letters(const OptInfo& o, const Pair& p) {
-  char* buf = o.id == OptId::stats_print_opts ? g_opt.stats_print_opts_buf
-                                              : g_opt.stats_interval_opts_buf;
+  char* buf =
+      o.id == OptId::stats_print_opts ? g_opt.stats_print_opts_buf : g_opt.stats_interval_opts_buf;
   size_t len = strlen(buf);
   for (size_t i = 0; i < p.vlen; i++) {
     const char c = p.v[i];

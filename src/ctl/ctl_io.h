@@ -50,9 +50,8 @@ inline int read_xor_write(const Req& r) {
 
 /// Action node (void): any old or new value at all is EPERM.
 inline int neither_read_nor_write(const Req& r) {
-  return (r.oldp != nullptr || r.oldlenp != nullptr || r.newp != nullptr || r.newlen != 0)
-             ? EPERM
-             : 0;
+  return (r.oldp != nullptr || r.oldlenp != nullptr || r.newp != nullptr || r.newlen != 0) ? EPERM
+                                                                                           : 0;
 }
 
 /// Copies `size` bytes of a value out. With a wrong *oldlenp, copies min(size, *oldlenp) bytes,

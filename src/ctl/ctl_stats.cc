@@ -164,7 +164,6 @@ void merge(ArenaSnap* d, const ArenaSnap* s, bool destroyed) {
   d->large_nfills += s->large_nfills;
   d->large_nflushes += s->large_nflushes;
 
-
   for (unsigned m = 0; m < kNArenaMutexes; m++) {
     // One global mutex behind every arena's tcache_list: the merged view reports it once.
     if (m == kMtxTcacheList) continue;
@@ -489,12 +488,9 @@ constexpr Node kArenaMutexes[] = {
     named("hpa_sec", kArenaMutexCounters),
 };
 constexpr Node kHpaSlabs[] = {
-    leaf("npageslabs_nonhuge", &zero_field<size_t>),
-    leaf("npageslabs_huge", &zero_field<size_t>),
-    leaf("nactive_nonhuge", &zero_field<size_t>),
-    leaf("nactive_huge", &zero_field<size_t>),
-    leaf("ndirty_nonhuge", &zero_field<size_t>),
-    leaf("ndirty_huge", &zero_field<size_t>),
+    leaf("npageslabs_nonhuge", &zero_field<size_t>), leaf("npageslabs_huge", &zero_field<size_t>),
+    leaf("nactive_nonhuge", &zero_field<size_t>),    leaf("nactive_huge", &zero_field<size_t>),
+    leaf("ndirty_nonhuge", &zero_field<size_t>),     leaf("ndirty_huge", &zero_field<size_t>),
 };
 constexpr Node kHpaNonfullI = named("", kHpaSlabs);
 constexpr Node kHpaShard[] = {
@@ -509,8 +505,7 @@ constexpr Node kHpaShard[] = {
 
 constexpr Node kStatsArenaElem[] = {
     leaf("nthreads", &arena_field<&ArenaSnap::nthreads>),
-    leaf("uptime", &arena_field<&ArenaSnap::uptime_ns>),
-    leaf("dss", &arena_field<&ArenaSnap::dss>),
+    leaf("uptime", &arena_field<&ArenaSnap::uptime_ns>), leaf("dss", &arena_field<&ArenaSnap::dss>),
     leaf("dirty_decay_ms", &arena_field<&ArenaSnap::dirty_decay_ms>),
     leaf("muzzy_decay_ms", &arena_field<&ArenaSnap::muzzy_decay_ms>),
     leaf("pactive", &arena_field<&ArenaSnap::pactive>),
@@ -520,22 +515,17 @@ constexpr Node kStatsArenaElem[] = {
     leaf("retained", &arena_field<&ArenaSnap::retained>),
     leaf("extent_avail", &arena_field<&ArenaSnap::extent_avail>),
 #define JE_COUNTER_LEAF(name, meaning) leaf(#name, &counter_field<PacCounter::name>),
-    JE_PAC_COUNTERS_530(JE_COUNTER_LEAF)
-    leaf("base", &arena_field<&ArenaSnap::base>),
+    JE_PAC_COUNTERS_530(JE_COUNTER_LEAF) leaf("base", &arena_field<&ArenaSnap::base>),
     leaf("internal", &arena_field<&ArenaSnap::internal>),
     leaf("metadata_thp", &arena_field<&ArenaSnap::metadata_thp>),
     leaf("tcache_bytes", &arena_field<&ArenaSnap::tcache_bytes>),
     leaf("tcache_stashed_bytes", &arena_field<&ArenaSnap::tcache_stashed_bytes>),
     leaf("resident", &arena_field<&ArenaSnap::resident>),
     leaf("abandoned_vm", &arena_field<&ArenaSnap::abandoned_vm>),
-    leaf("hpa_sec_bytes", &arena_field<&ArenaSnap::hpa_sec_bytes>),
-    named("small", kSmall),
-    named("large", kLarge),
-    indexed("bins", &index_bin, kBinI),
-    indexed("lextents", &index_lextent, kLextentI),
-    indexed("extents", &index_extent, kExtentI),
-    named("mutexes", kArenaMutexes),
-    named("hpa_shard", kHpaShard),
+    leaf("hpa_sec_bytes", &arena_field<&ArenaSnap::hpa_sec_bytes>), named("small", kSmall),
+    named("large", kLarge), indexed("bins", &index_bin, kBinI),
+    indexed("lextents", &index_lextent, kLextentI), indexed("extents", &index_extent, kExtentI),
+    named("mutexes", kArenaMutexes), named("hpa_shard", kHpaShard),
     // Ours (after 5.3.0's names so that its MIBs stay the same).
     JE_PAC_COUNTERS_OURS(JE_COUNTER_LEAF)
 #undef JE_COUNTER_LEAF

@@ -53,7 +53,7 @@ bool index_lextent(const size_t*, size_t, size_t i) { return i < sc::kNLExtents;
 bool index_never(const size_t*, size_t, size_t) { return false; }
 bool index_stats_arena(const size_t*, size_t, size_t i) { return stats_arena_valid(i); }
 
-// ---- version, epoch, background threads: leaves of the root --------------------------------------
+// ---- version, epoch, background threads: leaves of the root -------------------------------------
 
 // ---- thread.* --------------------------------------------------------------------------------
 
@@ -98,11 +98,12 @@ constexpr Node kConfig[] = {
     leaf("xmalloc", &config_bool<false>),
 };
 
-// ---- opt.* ---------------------------------------------------------------------------------------
+// ---- opt.* --------------------------------------------------------------------------------------
 // 5.3.0's order, then ours. Every leaf reads the option table (ctl/opt.h) at call time; a
 // name the table does not export (prof*, utrace, xmalloc, lg_san_uaf_align) answers ENOENT,
 // like a 5.3.0 build without those features.
 
+// clang-format off
 constexpr const char* kOptNames[] = {
     "abort", "abort_conf", "cache_oblivious", "trust_madvise", "confirm_conf", "hpa",
     "hpa_slab_max_alloc", "hpa_hugification_threshold", "hpa_hugify_delay_ms",
@@ -123,6 +124,7 @@ constexpr const char* kOptNames[] = {
     "bounded_coalesce", "idle_arena_decay", "reuse_before_grow", "extent_best_fit",
     "purge_on_grow", "borrow_dirty", "decay_hold_peak",
 };
+// clang-format on
 constexpr size_t kNOpt = sizeof(kOptNames) / sizeof(kOptNames[0]);
 
 constexpr std::array<Node, kNOpt> build_opt_nodes() {
@@ -301,9 +303,9 @@ uint64_t parse_index(const char* s) {
     // 0-7 or "x<hex digit>" ends the number at 0 (so "08" reads as 0).
     char c = p[1];
     bool octal_digit = c >= '0' && c <= '7';
-    bool hex_prefix = (c == 'x' || c == 'X') &&
-                      ((p[2] >= '0' && p[2] <= '9') || (p[2] >= 'a' && p[2] <= 'f') ||
-                       (p[2] >= 'A' && p[2] <= 'F'));
+    bool hex_prefix =
+        (c == 'x' || c == 'X') && ((p[2] >= '0' && p[2] <= '9') || (p[2] >= 'a' && p[2] <= 'f') ||
+                                   (p[2] >= 'A' && p[2] <= 'F'));
     if (!octal_digit && !hex_prefix) return 0;
   }
   uint64_t v = 0;

@@ -36,17 +36,17 @@ constexpr size_t storage_size(size_t n) {
   return has_storage(K) ? n : 0;
 }
 
-#define JE_OPT_X(name, kind, def, dom, flags, status, doc)                                      \
-  OptInfo{OptId::name,                                                                          \
-          #name,                                                                                \
-          OptKind::k##kind,                                                                     \
-          OptStorage<OptKind::k##kind>::kType,                                                  \
-          static_cast<uint8_t>(flags),                                                          \
-          dom,                                                                                  \
-          live_ptr<OptKind::k##kind>(&g_opt.name),                                              \
-          default_ptr<OptKind::k##kind>(&kOptDefaults.name),                                    \
-          storage_size<OptKind::k##kind>(sizeof(g_opt.name)),                                   \
-          status,                                                                               \
+#define JE_OPT_X(name, kind, def, dom, flags, status, doc)    \
+  OptInfo{OptId::name,                                        \
+          #name,                                              \
+          OptKind::k##kind,                                   \
+          OptStorage<OptKind::k##kind>::kType,                \
+          static_cast<uint8_t>(flags),                        \
+          dom,                                                \
+          live_ptr<OptKind::k##kind>(&g_opt.name),            \
+          default_ptr<OptKind::k##kind>(&kOptDefaults.name),  \
+          storage_size<OptKind::k##kind>(sizeof(g_opt.name)), \
+          status,                                             \
           doc},
 constexpr OptInfo kInfo[] = {JE_OPTION_TABLE(JE_OPT_X)};
 #undef JE_OPT_X

@@ -207,56 +207,70 @@ inline constexpr std::array<T, N> opt_filled(T v) {
 struct OptNoStorage {};
 
 /// Storage C++ type and mallctl type of each kind.
-template <OptKind K> struct OptStorage;
-template <> struct OptStorage<OptKind::kBool> {
+template <OptKind K>
+struct OptStorage;
+template <>
+struct OptStorage<OptKind::kBool> {
   using T = bool;
   static constexpr OptType kType = OptType::kBool;
 };
-template <> struct OptStorage<OptKind::kUnsigned> {
+template <>
+struct OptStorage<OptKind::kUnsigned> {
   using T = unsigned;
   static constexpr OptType kType = OptType::kUnsigned;
 };
-template <> struct OptStorage<OptKind::kSizeT> {
+template <>
+struct OptStorage<OptKind::kSizeT> {
   using T = size_t;
   static constexpr OptType kType = OptType::kSizeT;
 };
-template <> struct OptStorage<OptKind::kSSizeT> {
+template <>
+struct OptStorage<OptKind::kSSizeT> {
   using T = ssize_t;
   static constexpr OptType kType = OptType::kSSizeT;
 };
-template <> struct OptStorage<OptKind::kUint64> {
+template <>
+struct OptStorage<OptKind::kUint64> {
   using T = uint64_t;
   static constexpr OptType kType = OptType::kUint64;
 };
-template <> struct OptStorage<OptKind::kInt64> {
+template <>
+struct OptStorage<OptKind::kInt64> {
   using T = int64_t;
   static constexpr OptType kType = OptType::kInt64;
 };
-template <> struct OptStorage<OptKind::kFxp> {
+template <>
+struct OptStorage<OptKind::kFxp> {
   using T = uint32_t;
   static constexpr OptType kType = OptType::kFxp;
 };
-template <> struct OptStorage<OptKind::kChoice> {
+template <>
+struct OptStorage<OptKind::kChoice> {
   using T = const char*;
   static constexpr OptType kType = OptType::kString;
 };
-template <> struct OptStorage<OptKind::kLetters> {
+template <>
+struct OptStorage<OptKind::kLetters> {
   using T = const char*;
   static constexpr OptType kType = OptType::kString;
 };
-template <> struct OptStorage<OptKind::kBinShards> {
+template <>
+struct OptStorage<OptKind::kBinShards> {
   using T = std::array<uint8_t, kOptNBins>;
   static constexpr OptType kType = OptType::kNone;
 };
-template <> struct OptStorage<OptKind::kSlabPages> {
+template <>
+struct OptStorage<OptKind::kSlabPages> {
   using T = std::array<uint16_t, kOptNBins>;
   static constexpr OptType kType = OptType::kNone;
 };
-template <> struct OptStorage<OptKind::kAlias> {
+template <>
+struct OptStorage<OptKind::kAlias> {
   using T = OptNoStorage;
   static constexpr OptType kType = OptType::kNone;
 };
-template <> struct OptStorage<OptKind::kNotBuilt> {
+template <>
+struct OptStorage<OptKind::kNotBuilt> {
   using T = OptNoStorage;
   static constexpr OptType kType = OptType::kNone;
 };
@@ -272,210 +286,204 @@ template <> struct OptStorage<OptKind::kNotBuilt> {
 //   doc      one line.
 // The order is jemalloc's parser order where it matters: the prefix-key entries metadata_thp, dss,
 // percpu_arena must stay in this relative order (an empty key selects metadata_thp).
-#define JE_OPTION_TABLE(X) \
-  X(abort, Bool, false, (opt_any()), kOptBoth, "supported", \
-    "Abort (instead of warning) on allocator misuse and internal errors.") \
-  X(abort_conf, Bool, false, (opt_any()), kOptBoth, "supported", \
-    "Abort after reading a configuration source that held an invalid pair.") \
-  X(cache_oblivious, Bool, true, (opt_any()), kOptMallctl, \
-    "read-only build property; the key is an Invalid conf pair as in 5.3.0", \
-    "Large allocations get a random cache-line offset inside one extra page.") \
-  X(confirm_conf, Bool, false, (opt_any()), kOptBoth, "supported", \
-    "Print each configuration source and each accepted pair.") \
-  X(trust_madvise, Bool, false, (opt_any()), kOptBoth, "supported", \
-    "Skip the boot-time check that MADV_DONTNEED zeroes pages.") \
-  X(metadata_thp, Choice, (opt_pick(kMetadataThpNames, "disabled")), \
-    (opt_choice(kMetadataThpNames, kOptValuePrefix)), kOptBoth | kOptPrefixKey, "supported", \
-    "Transparent huge pages for metadata: disabled, auto or always.") \
-  X(retain, Bool, true, (opt_any()), kOptBoth, "supported", \
-    "Keep unused virtual memory (retained extents) instead of unmapping it.") \
-  X(dss, Choice, (opt_pick(kDssNames, "secondary")), (opt_choice(kDssNames, kOptValuePrefix)), \
-    kOptBoth | kOptPrefixKey, "accepted and reported; sbrk is never used", \
-    "Precedence of sbrk memory relative to mmap: disabled, primary or secondary.") \
-  X(narenas, Unsigned, 0u, \
-    (opt_urange(1, std::numeric_limits<unsigned>::max(), kOptCheckMin, kOptDefaultKeyword)), \
-    kOptBoth, \
-    "supported; 0 = computed at arena boot (opt.narenas shows the result)", \
-    "Number of automatic arenas; default narenas_ratio x CPUs.") \
-  X(narenas_ratio, Fxp, 4 * kOptFxpOne, (opt_any()), kOptParse, "supported (arena boot)", \
-    "Automatic arenas per CPU when narenas is not set (fixed point).") \
-  X(bin_shards, BinShards, (opt_filled<uint8_t, kOptNBins>(1)), \
-    (opt_urange(1, kOptBinShardsMax, kOptCheckMin | kOptCheckMax)), kOptParse, \
-    "supported (bin boot; arenas.bin.<j>.nshards)", \
-    "Shards per small bin, as size ranges: \"lo-hi:n|lo-hi:n\".") \
-  X(mutex_max_spin, Int64, 600, (opt_srange(-1, INT64_MAX, kOptCheckMin)), kOptBoth, "supported", \
-    "Spins before a contended mutex blocks; -1 spins forever.") \
-  X(dirty_decay_ms, SSizeT, 10000, (opt_srange(-1, kOptDecayMsMax, kOptCheckMin | kOptCheckMax)), \
-    kOptBoth, "supported", \
-    "Time for dirty pages to decay to muzzy/retained; 0 purges at once, -1 never.") \
-  X(muzzy_decay_ms, SSizeT, 0, (opt_srange(-1, kOptDecayMsMax, kOptCheckMin | kOptCheckMax)), \
-    kOptBoth, "supported", \
-    "Time for muzzy (MADV_FREE) pages to decay to retained; 0 skips the muzzy state.") \
-  X(stats_print, Bool, false, (opt_any()), kOptBoth, "supported", \
-    "Print statistics at exit.") \
-  X(stats_print_opts, Letters, stats_print_opts_buf, (opt_any()), kOptBoth, "supported", \
-    "malloc_stats_print letters for stats_print; letters accumulate, unknown ones are ignored.") \
-  X(stats_interval, Int64, -1, (opt_srange(-1, INT64_MAX, kOptCheckMin)), kOptBoth, "supported", \
-    "Print statistics every this many allocated bytes; -1 disables.") \
-  X(stats_interval_opts, Letters, stats_interval_opts_buf, (opt_any()), kOptBoth, "supported", \
-    "malloc_stats_print letters for stats_interval.") \
-  X(junk, Choice, (opt_pick(kJunkNames, "false")), (opt_choice(kJunkNames)), kOptBoth, \
-    "supported", \
-    "Fill memory with junk on allocation and/or free: true, false, alloc or free.") \
-  X(zero, Bool, false, (opt_any()), kOptBoth, "supported", \
-    "Zero-fill every allocation.") \
-  X(experimental_infallible_new, Bool, false, (opt_any()), kOptBoth, "supported", \
-    "operator new aborts instead of throwing std::bad_alloc.") \
-  X(tcache, Bool, true, (opt_any()), kOptBoth, "supported", \
-    "Use thread caches.") \
-  X(tcache_max, SizeT, size_t{32768}, \
-    (opt_urange(0, kOptTcacheMaxLimit, kOptCheckMax | kOptClip)), \
-    kOptBoth, "supported (rounded to a size class at tcache boot)", \
-    "Largest size class cached in thread caches; clipped to 8 MiB.") \
-  X(lg_tcache_max, Alias, {}, (opt_urange(0, kOptLgTcacheMaxLimit, kOptCheckMax | kOptClip)), \
-    kOptParse, "supported (alias)", \
-    "Alias: tcache_max = 2^value, value clipped to 23.") \
+#define JE_OPTION_TABLE(X)                                                                         \
+  X(abort, Bool, false, (opt_any()), kOptBoth, "supported",                                        \
+    "Abort (instead of warning) on allocator misuse and internal errors.")                         \
+  X(abort_conf, Bool, false, (opt_any()), kOptBoth, "supported",                                   \
+    "Abort after reading a configuration source that held an invalid pair.")                       \
+  X(cache_oblivious, Bool, true, (opt_any()), kOptMallctl,                                         \
+    "read-only build property; the key is an Invalid conf pair as in 5.3.0",                       \
+    "Large allocations get a random cache-line offset inside one extra page.")                     \
+  X(confirm_conf, Bool, false, (opt_any()), kOptBoth, "supported",                                 \
+    "Print each configuration source and each accepted pair.")                                     \
+  X(trust_madvise, Bool, false, (opt_any()), kOptBoth, "supported",                                \
+    "Skip the boot-time check that MADV_DONTNEED zeroes pages.")                                   \
+  X(metadata_thp, Choice, (opt_pick(kMetadataThpNames, "disabled")),                               \
+    (opt_choice(kMetadataThpNames, kOptValuePrefix)), kOptBoth | kOptPrefixKey, "supported",       \
+    "Transparent huge pages for metadata: disabled, auto or always.")                              \
+  X(retain, Bool, true, (opt_any()), kOptBoth, "supported",                                        \
+    "Keep unused virtual memory (retained extents) instead of unmapping it.")                      \
+  X(dss, Choice, (opt_pick(kDssNames, "secondary")), (opt_choice(kDssNames, kOptValuePrefix)),     \
+    kOptBoth | kOptPrefixKey, "accepted and reported; sbrk is never used",                         \
+    "Precedence of sbrk memory relative to mmap: disabled, primary or secondary.")                 \
+  X(narenas, Unsigned, 0u,                                                                         \
+    (opt_urange(1, std::numeric_limits<unsigned>::max(), kOptCheckMin, kOptDefaultKeyword)),       \
+    kOptBoth, "supported; 0 = computed at arena boot (opt.narenas shows the result)",              \
+    "Number of automatic arenas; default narenas_ratio x CPUs.")                                   \
+  X(narenas_ratio, Fxp, 4 * kOptFxpOne, (opt_any()), kOptParse, "supported (arena boot)",          \
+    "Automatic arenas per CPU when narenas is not set (fixed point).")                             \
+  X(bin_shards, BinShards, (opt_filled<uint8_t, kOptNBins>(1)),                                    \
+    (opt_urange(1, kOptBinShardsMax, kOptCheckMin | kOptCheckMax)), kOptParse,                     \
+    "supported (bin boot; arenas.bin.<j>.nshards)",                                                \
+    "Shards per small bin, as size ranges: \"lo-hi:n|lo-hi:n\".")                                  \
+  X(mutex_max_spin, Int64, 600, (opt_srange(-1, INT64_MAX, kOptCheckMin)), kOptBoth, "supported",  \
+    "Spins before a contended mutex blocks; -1 spins forever.")                                    \
+  X(dirty_decay_ms, SSizeT, 10000, (opt_srange(-1, kOptDecayMsMax, kOptCheckMin | kOptCheckMax)),  \
+    kOptBoth, "supported",                                                                         \
+    "Time for dirty pages to decay to muzzy/retained; 0 purges at once, -1 never.")                \
+  X(muzzy_decay_ms, SSizeT, 0, (opt_srange(-1, kOptDecayMsMax, kOptCheckMin | kOptCheckMax)),      \
+    kOptBoth, "supported",                                                                         \
+    "Time for muzzy (MADV_FREE) pages to decay to retained; 0 skips the muzzy state.")             \
+  X(stats_print, Bool, false, (opt_any()), kOptBoth, "supported", "Print statistics at exit.")     \
+  X(stats_print_opts, Letters, stats_print_opts_buf, (opt_any()), kOptBoth, "supported",           \
+    "malloc_stats_print letters for stats_print; letters accumulate, unknown ones are ignored.")   \
+  X(stats_interval, Int64, -1, (opt_srange(-1, INT64_MAX, kOptCheckMin)), kOptBoth, "supported",   \
+    "Print statistics every this many allocated bytes; -1 disables.")                              \
+  X(stats_interval_opts, Letters, stats_interval_opts_buf, (opt_any()), kOptBoth, "supported",     \
+    "malloc_stats_print letters for stats_interval.")                                              \
+  X(junk, Choice, (opt_pick(kJunkNames, "false")), (opt_choice(kJunkNames)), kOptBoth,             \
+    "supported", "Fill memory with junk on allocation and/or free: true, false, alloc or free.")   \
+  X(zero, Bool, false, (opt_any()), kOptBoth, "supported", "Zero-fill every allocation.")          \
+  X(experimental_infallible_new, Bool, false, (opt_any()), kOptBoth, "supported",                  \
+    "operator new aborts instead of throwing std::bad_alloc.")                                     \
+  X(tcache, Bool, true, (opt_any()), kOptBoth, "supported", "Use thread caches.")                  \
+  X(tcache_max, SizeT, size_t{32768},                                                              \
+    (opt_urange(0, kOptTcacheMaxLimit, kOptCheckMax | kOptClip)), kOptBoth,                        \
+    "supported (rounded to a size class at tcache boot)",                                          \
+    "Largest size class cached in thread caches; clipped to 8 MiB.")                               \
+  X(lg_tcache_max, Alias, {}, (opt_urange(0, kOptLgTcacheMaxLimit, kOptCheckMax | kOptClip)),      \
+    kOptParse, "supported (alias)", "Alias: tcache_max = 2^value, value clipped to 23.")           \
   X(lg_tcache_nslots_mul, SSizeT, 1, (opt_srange(-16, 16, kOptCheckMin | kOptCheckMax)), kOptBoth, \
-    "supported", "log2 multiplier of small-bin tcache slots (relative to nregs).") \
-  X(tcache_nslots_small_min, Unsigned, 20u, \
-    (opt_urange(1, 2048, kOptCheckMin | kOptCheckMax | kOptClip)), kOptBoth, "supported", \
-    "Fewest tcache slots of a small bin.") \
-  X(tcache_nslots_small_max, Unsigned, 200u, \
-    (opt_urange(1, 2048, kOptCheckMin | kOptCheckMax | kOptClip)), kOptBoth, "supported", \
-    "Most tcache slots of a small bin.") \
-  X(tcache_nslots_large, Unsigned, 20u, \
-    (opt_urange(1, 2048, kOptCheckMin | kOptCheckMax | kOptClip)), kOptBoth, "supported", \
-    "tcache slots of each large bin.") \
-  X(tcache_gc_incr_bytes, SizeT, size_t{65536}, \
-    (opt_urange(1024, SIZE_MAX, kOptCheckMin | kOptClip)), \
-    kOptBoth, "supported", "Allocated bytes between thread-cache garbage-collection steps.") \
-  X(tcache_gc_delay_bytes, SizeT, size_t{0}, (opt_any()), kOptBoth, "supported", \
-    "Bytes to wait before GC may flush a bin that was just refilled.") \
-  X(lg_tcache_flush_small_div, Unsigned, 1u, \
-    (opt_urange(1, 16, kOptCheckMin | kOptCheckMax | kOptClip)), kOptBoth, "supported", \
-    "A full small bin flushes 1/2^value of its items.") \
-  X(lg_tcache_flush_large_div, Unsigned, 1u, \
-    (opt_urange(1, 16, kOptCheckMin | kOptCheckMax | kOptClip)), kOptBoth, "supported", \
-    "A full large bin flushes 1/2^value of its items.") \
-  X(oversize_threshold, SizeT, size_t{8} << 20, (opt_urange(0, kOptLargeMaxClass, kOptCheckMax)), \
-    kOptBoth, "supported", \
-    "Allocations at least this large go to the dedicated huge arena; 0 disables it.") \
-  X(lg_extent_max_active_fit, SizeT, size_t{6}, (opt_urange(0, 64, kOptCheckMax)), kOptBoth, \
-    "supported", \
-    "A cached extent is reused only if at most 2^value times the request (and bounds " \
-    "coalescing).") \
-  X(percpu_arena, Choice, (opt_pick(kPercpuArenaNames, "disabled")), \
-    (opt_choice(kPercpuArenaNames, kOptValuePrefix)), kOptBoth | kOptPrefixKey, \
-    "supported (arena boot)", "Bind arenas to CPUs: percpu, phycpu or disabled.") \
-  X(background_thread, Bool, false, (opt_any()), kOptBoth, "supported", \
-    "Purge with background threads.") \
-  X(max_background_threads, SizeT, kOptMaxBackgroundThreadsUnset, \
-    (opt_urange(1, 0, kOptCheckMin | kOptCheckMax | kOptClip, kOptMaxIsCurrent)), kOptBoth, \
-    "supported; 4096 = unset, background-thread boot makes it 4", \
-    "Most background threads; clipped to the value already set.") \
-  X(hpa, Bool, false, (opt_any()), kOptBoth, "accepted and reported; no HPA (PAC serves all)", \
-    "Use the hugepage-aware page allocator.") \
-  X(hpa_slab_max_alloc, SizeT, size_t{65536}, \
-    (opt_urange(kOptPage, kOptHugepage, kOptCheckMin | kOptCheckMax | kOptClip)), kOptBoth, \
-    "accepted and reported; no HPA", "Largest allocation the HPA serves from a huge page.") \
-  X(hpa_hugification_threshold, SizeT, kOptHugepage * 95 / 100, \
-    (opt_urange(kOptPage, kOptHugepage, kOptCheckMin | kOptCheckMax | kOptClip)), kOptBoth, \
-    "accepted and reported; no HPA", "Active bytes in a huge page before it is hugified.") \
-  X(hpa_hugification_threshold_ratio, Alias, {}, (opt_urange(0, kOptFxpOne, kOptCheckMax)), \
-    kOptParse, "accepted (alias); no HPA", \
-    "Alias: hpa_hugification_threshold = value x 2 MiB, value in [0, 1].") \
-  X(hpa_hugify_delay_ms, Uint64, uint64_t{10000}, (opt_any()), kOptBoth, \
-    "accepted and reported; no HPA", "Delay before hugifying a huge page past the threshold.") \
-  X(hpa_min_purge_interval_ms, Uint64, uint64_t{5000}, (opt_any()), kOptBoth, \
-    "accepted and reported; no HPA", "Minimum time between HPA purges.") \
-  X(hpa_dirty_mult, Fxp, kOptFxpOne / 4, (opt_any(kOptMinusOne)), kOptBoth, \
-    "accepted and reported; no HPA", \
-    "HPA dirty pages allowed, as a fraction of active; -1 = no limit.") \
-  X(hpa_sec_nshards, SizeT, size_t{4}, (opt_urange(0, 0, kOptCheckMin | kOptClip)), kOptBoth, \
-    "accepted and reported; no SEC", "Shards of the small extent cache in front of the HPA.") \
-  X(hpa_sec_max_alloc, SizeT, size_t{32768}, (opt_urange(kOptPage, 0, kOptCheckMin | kOptClip)), \
-    kOptBoth, "accepted and reported; no SEC", "Largest extent the SEC caches.") \
-  X(hpa_sec_max_bytes, SizeT, size_t{262144}, (opt_urange(kOptPage, 0, kOptCheckMin | kOptClip)), \
-    kOptBoth, "accepted and reported; no SEC", "Bytes one SEC shard may cache.") \
-  X(hpa_sec_bytes_after_flush, SizeT, size_t{131072}, \
+    "supported", "log2 multiplier of small-bin tcache slots (relative to nregs).")                 \
+  X(tcache_nslots_small_min, Unsigned, 20u,                                                        \
+    (opt_urange(1, 2048, kOptCheckMin | kOptCheckMax | kOptClip)), kOptBoth, "supported",          \
+    "Fewest tcache slots of a small bin.")                                                         \
+  X(tcache_nslots_small_max, Unsigned, 200u,                                                       \
+    (opt_urange(1, 2048, kOptCheckMin | kOptCheckMax | kOptClip)), kOptBoth, "supported",          \
+    "Most tcache slots of a small bin.")                                                           \
+  X(tcache_nslots_large, Unsigned, 20u,                                                            \
+    (opt_urange(1, 2048, kOptCheckMin | kOptCheckMax | kOptClip)), kOptBoth, "supported",          \
+    "tcache slots of each large bin.")                                                             \
+  X(tcache_gc_incr_bytes, SizeT, size_t{65536},                                                    \
+    (opt_urange(1024, SIZE_MAX, kOptCheckMin | kOptClip)), kOptBoth, "supported",                  \
+    "Allocated bytes between thread-cache garbage-collection steps.")                              \
+  X(tcache_gc_delay_bytes, SizeT, size_t{0}, (opt_any()), kOptBoth, "supported",                   \
+    "Bytes to wait before GC may flush a bin that was just refilled.")                             \
+  X(lg_tcache_flush_small_div, Unsigned, 1u,                                                       \
+    (opt_urange(1, 16, kOptCheckMin | kOptCheckMax | kOptClip)), kOptBoth, "supported",            \
+    "A full small bin flushes 1/2^value of its items.")                                            \
+  X(lg_tcache_flush_large_div, Unsigned, 1u,                                                       \
+    (opt_urange(1, 16, kOptCheckMin | kOptCheckMax | kOptClip)), kOptBoth, "supported",            \
+    "A full large bin flushes 1/2^value of its items.")                                            \
+  X(oversize_threshold, SizeT, size_t{8} << 20, (opt_urange(0, kOptLargeMaxClass, kOptCheckMax)),  \
+    kOptBoth, "supported",                                                                         \
+    "Allocations at least this large go to the dedicated huge arena; 0 disables it.")              \
+  X(lg_extent_max_active_fit, SizeT, size_t{6}, (opt_urange(0, 64, kOptCheckMax)), kOptBoth,       \
+    "supported",                                                                                   \
+    "A cached extent is reused only if at most 2^value times the request (and bounds "             \
+    "coalescing).")                                                                                \
+  X(percpu_arena, Choice, (opt_pick(kPercpuArenaNames, "disabled")),                               \
+    (opt_choice(kPercpuArenaNames, kOptValuePrefix)), kOptBoth | kOptPrefixKey,                    \
+    "supported (arena boot)", "Bind arenas to CPUs: percpu, phycpu or disabled.")                  \
+  X(background_thread, Bool, false, (opt_any()), kOptBoth, "supported",                            \
+    "Purge with background threads.")                                                              \
+  X(max_background_threads, SizeT, kOptMaxBackgroundThreadsUnset,                                  \
+    (opt_urange(1, 0, kOptCheckMin | kOptCheckMax | kOptClip, kOptMaxIsCurrent)), kOptBoth,        \
+    "supported; 4096 = unset, background-thread boot makes it 4",                                  \
+    "Most background threads; clipped to the value already set.")                                  \
+  X(hpa, Bool, false, (opt_any()), kOptBoth, "accepted and reported; no HPA (PAC serves all)",     \
+    "Use the hugepage-aware page allocator.")                                                      \
+  X(hpa_slab_max_alloc, SizeT, size_t{65536},                                                      \
+    (opt_urange(kOptPage, kOptHugepage, kOptCheckMin | kOptCheckMax | kOptClip)), kOptBoth,        \
+    "accepted and reported; no HPA", "Largest allocation the HPA serves from a huge page.")        \
+  X(hpa_hugification_threshold, SizeT, kOptHugepage * 95 / 100,                                    \
+    (opt_urange(kOptPage, kOptHugepage, kOptCheckMin | kOptCheckMax | kOptClip)), kOptBoth,        \
+    "accepted and reported; no HPA", "Active bytes in a huge page before it is hugified.")         \
+  X(hpa_hugification_threshold_ratio, Alias, {}, (opt_urange(0, kOptFxpOne, kOptCheckMax)),        \
+    kOptParse, "accepted (alias); no HPA",                                                         \
+    "Alias: hpa_hugification_threshold = value x 2 MiB, value in [0, 1].")                         \
+  X(hpa_hugify_delay_ms, Uint64, uint64_t{10000}, (opt_any()), kOptBoth,                           \
+    "accepted and reported; no HPA", "Delay before hugifying a huge page past the threshold.")     \
+  X(hpa_min_purge_interval_ms, Uint64, uint64_t{5000}, (opt_any()), kOptBoth,                      \
+    "accepted and reported; no HPA", "Minimum time between HPA purges.")                           \
+  X(hpa_dirty_mult, Fxp, kOptFxpOne / 4, (opt_any(kOptMinusOne)), kOptBoth,                        \
+    "accepted and reported; no HPA",                                                               \
+    "HPA dirty pages allowed, as a fraction of active; -1 = no limit.")                            \
+  X(hpa_sec_nshards, SizeT, size_t{4}, (opt_urange(0, 0, kOptCheckMin | kOptClip)), kOptBoth,      \
+    "accepted and reported; no SEC", "Shards of the small extent cache in front of the HPA.")      \
+  X(hpa_sec_max_alloc, SizeT, size_t{32768}, (opt_urange(kOptPage, 0, kOptCheckMin | kOptClip)),   \
+    kOptBoth, "accepted and reported; no SEC", "Largest extent the SEC caches.")                   \
+  X(hpa_sec_max_bytes, SizeT, size_t{262144}, (opt_urange(kOptPage, 0, kOptCheckMin | kOptClip)),  \
+    kOptBoth, "accepted and reported; no SEC", "Bytes one SEC shard may cache.")                   \
+  X(hpa_sec_bytes_after_flush, SizeT, size_t{131072},                                              \
     (opt_urange(kOptPage, 0, kOptCheckMin | kOptClip)), kOptBoth, "accepted and reported; no SEC", \
-    "Bytes a SEC shard keeps after a flush.") \
-  X(hpa_sec_batch_fill_extra, SizeT, size_t{0}, \
-    (opt_urange(0, kOptHugepage / kOptPage, kOptCheckMin | kOptCheckMax | kOptClip)), kOptBoth, \
-    "accepted and reported; no SEC", "Extra extents a SEC miss allocates.") \
-  X(slab_sizes, SlabPages, (opt_filled<uint16_t, kOptNBins>(0)), (opt_any(kOptDefaultKeyword)), \
-    kOptParse, "supported (bin boot; arenas.bin.<j>.slab_size)", \
-    "Slab pages per small bin, as size ranges: \"lo-hi:pages|...\"; 0 = default geometry.") \
-  X(thp, Choice, (opt_pick(kThpNames, "default")), (opt_choice(kThpNames, kOptValuePrefix)), \
-    kOptBoth, "supported", "Transparent huge pages for user memory: default, always or never.") \
-  X(zero_realloc, Choice, (opt_pick(kZeroReallocNames, "free")), (opt_choice(kZeroReallocNames)), \
-    kOptBoth, "supported", "realloc(p, 0): free (returns NULL), alloc or abort.") \
-  X(san_guard_small, SizeT, size_t{0}, (opt_any()), kOptParse, "accepted; no guard pages", \
-    "Guard every n-th small slab with guard pages (0 = never).") \
-  X(san_guard_large, SizeT, size_t{0}, (opt_any()), kOptParse, "accepted; no guard pages", \
-    "Guard every n-th large extent with guard pages (0 = never).") \
-  X(bounded_coalesce, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
-    "Bound eager coalescing of large extents freed into the dirty cache at size << " \
-    "lg_extent_max_active_fit; false reproduces jemalloc 5.3.0's unbounded merging.") \
-  X(idle_arena_decay, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
-    "Any thread's decay tick also advances decay, at most once a second, in the automatic " \
-    "arenas no thread is ticking; false keeps jemalloc 5.3.0's per-arena ticking.") \
-  X(reuse_before_grow, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
-    "Before taking retained or new pages, split a dirty extent larger than " \
-    "lg_extent_max_active_fit allows; false grows as jemalloc 5.3.0 does.") \
-  X(extent_best_fit, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
-    "Reuse free extents best fit (smallest size class that fits, oldest within it); false " \
-    "takes the oldest fitting extent of any class, as jemalloc 5.3.0 does.") \
-  X(purge_on_grow, Bool, false, (opt_any()), kOptBoth, "ours: supported", \
-    "true: an arena that takes retained or new pages purges as many dirty pages, from free " \
-    "extents of 64 KiB or more, keeping max(1 MiB, active/32); false (default): as 5.3.0.") \
-  X(borrow_dirty, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
-    "A large allocation its automatic arena would grow for is served from another automatic " \
-    "arena's cached pages (and belongs to it); false keeps arenas apart as jemalloc 5.3.0 does.") \
-  X(decay_hold_peak, Bool, true, (opt_any()), kOptBoth, "ours: supported", \
-    "Dirty decay keeps as many pages as active memory fell below its peak of the last " \
-    "dirty_decay_ms, for a return to that peak; false purges by age alone, as jemalloc 5.3.0.") \
-  X(utrace, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT", \
-    "utrace(2) tracing of allocation calls.") \
-  X(xmalloc, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT", \
-    "Abort instead of returning NULL on out-of-memory.") \
-  X(lg_san_uaf_align, NotBuilt, {}, (opt_any()), 0, \
-    "not built (as Debian): Invalid conf pair, ENOENT", "Use-after-free detection alignment.") \
-  X(log, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair", \
-    "Debug logging of named event categories.") \
-  X(prof, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT", \
-    "Enable heap profiling.") \
-  X(prof_prefix, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT", \
-    "Filename prefix of profile dumps.") \
-  X(prof_active, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT", \
-    "Initial prof.active.") \
-  X(prof_thread_active_init, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT", \
-    "Initial thread.prof.active of new threads.") \
-  X(lg_prof_sample, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT", \
-    "Mean bytes between samples, log2.") \
-  X(lg_prof_interval, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT", \
-    "Dump a profile every 2^value allocated bytes.") \
-  X(prof_gdump, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT", \
-    "Dump a profile when total virtual memory exceeds its previous maximum.") \
-  X(prof_final, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT", \
-    "Dump a final profile at exit.") \
-  X(prof_leak, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT", \
-    "Report leaks at exit.") \
-  X(prof_leak_error, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT", \
-    "Exit with an error status when leaks are found.") \
-  X(prof_accum, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT", \
-    "Keep cumulative counts in profile dumps.") \
-  X(prof_recent_alloc_max, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT", \
-    "Recent sampled allocations to remember.") \
-  X(prof_stats, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT", \
-    "Keep per-size-class sampled statistics.") \
-  X(prof_sys_thread_name, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT", \
-    "Use the system thread name in profiles.") \
-  X(prof_time_resolution, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT", \
-    "Timestamp resolution of prof_log records.") \
-  X(prof_unbias, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair", \
-    "Unbias sampled counts.") \
-  X(prof_log, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair", \
+    "Bytes a SEC shard keeps after a flush.")                                                      \
+  X(hpa_sec_batch_fill_extra, SizeT, size_t{0},                                                    \
+    (opt_urange(0, kOptHugepage / kOptPage, kOptCheckMin | kOptCheckMax | kOptClip)), kOptBoth,    \
+    "accepted and reported; no SEC", "Extra extents a SEC miss allocates.")                        \
+  X(slab_sizes, SlabPages, (opt_filled<uint16_t, kOptNBins>(0)), (opt_any(kOptDefaultKeyword)),    \
+    kOptParse, "supported (bin boot; arenas.bin.<j>.slab_size)",                                   \
+    "Slab pages per small bin, as size ranges: \"lo-hi:pages|...\"; 0 = default geometry.")        \
+  X(thp, Choice, (opt_pick(kThpNames, "default")), (opt_choice(kThpNames, kOptValuePrefix)),       \
+    kOptBoth, "supported", "Transparent huge pages for user memory: default, always or never.")    \
+  X(zero_realloc, Choice, (opt_pick(kZeroReallocNames, "free")), (opt_choice(kZeroReallocNames)),  \
+    kOptBoth, "supported", "realloc(p, 0): free (returns NULL), alloc or abort.")                  \
+  X(san_guard_small, SizeT, size_t{0}, (opt_any()), kOptParse, "accepted; no guard pages",         \
+    "Guard every n-th small slab with guard pages (0 = never).")                                   \
+  X(san_guard_large, SizeT, size_t{0}, (opt_any()), kOptParse, "accepted; no guard pages",         \
+    "Guard every n-th large extent with guard pages (0 = never).")                                 \
+  X(bounded_coalesce, Bool, true, (opt_any()), kOptBoth, "ours: supported",                        \
+    "Bound eager coalescing of large extents freed into the dirty cache at size << "               \
+    "lg_extent_max_active_fit; false reproduces jemalloc 5.3.0's unbounded merging.")              \
+  X(idle_arena_decay, Bool, true, (opt_any()), kOptBoth, "ours: supported",                        \
+    "Any thread's decay tick also advances decay, at most once a second, in the automatic "        \
+    "arenas no thread is ticking; false keeps jemalloc 5.3.0's per-arena ticking.")                \
+  X(reuse_before_grow, Bool, true, (opt_any()), kOptBoth, "ours: supported",                       \
+    "Before taking retained or new pages, split a dirty extent larger than "                       \
+    "lg_extent_max_active_fit allows; false grows as jemalloc 5.3.0 does.")                        \
+  X(extent_best_fit, Bool, true, (opt_any()), kOptBoth, "ours: supported",                         \
+    "Reuse free extents best fit (smallest size class that fits, oldest within it); false "        \
+    "takes the oldest fitting extent of any class, as jemalloc 5.3.0 does.")                       \
+  X(purge_on_grow, Bool, false, (opt_any()), kOptBoth, "ours: supported",                          \
+    "true: an arena that takes retained or new pages purges as many dirty pages, from free "       \
+    "extents of 64 KiB or more, keeping max(1 MiB, active/32); false (default): as 5.3.0.")        \
+  X(borrow_dirty, Bool, true, (opt_any()), kOptBoth, "ours: supported",                            \
+    "A large allocation its automatic arena would grow for is served from another automatic "      \
+    "arena's cached pages (and belongs to it); false keeps arenas apart as jemalloc 5.3.0 does.")  \
+  X(decay_hold_peak, Bool, true, (opt_any()), kOptBoth, "ours: supported",                         \
+    "Dirty decay keeps as many pages as active memory fell below its peak of the last "            \
+    "dirty_decay_ms, for a return to that peak; false purges by age alone, as jemalloc 5.3.0.")    \
+  X(utrace, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT",      \
+    "utrace(2) tracing of allocation calls.")                                                      \
+  X(xmalloc, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT",     \
+    "Abort instead of returning NULL on out-of-memory.")                                           \
+  X(lg_san_uaf_align, NotBuilt, {}, (opt_any()), 0,                                                \
+    "not built (as Debian): Invalid conf pair, ENOENT", "Use-after-free detection alignment.")     \
+  X(log, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair",                 \
+    "Debug logging of named event categories.")                                                    \
+  X(prof, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",                      \
+    "Enable heap profiling.")                                                                      \
+  X(prof_prefix, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",               \
+    "Filename prefix of profile dumps.")                                                           \
+  X(prof_active, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",               \
+    "Initial prof.active.")                                                                        \
+  X(prof_thread_active_init, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",   \
+    "Initial thread.prof.active of new threads.")                                                  \
+  X(lg_prof_sample, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",            \
+    "Mean bytes between samples, log2.")                                                           \
+  X(lg_prof_interval, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",          \
+    "Dump a profile every 2^value allocated bytes.")                                               \
+  X(prof_gdump, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",                \
+    "Dump a profile when total virtual memory exceeds its previous maximum.")                      \
+  X(prof_final, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",                \
+    "Dump a final profile at exit.")                                                               \
+  X(prof_leak, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",                 \
+    "Report leaks at exit.")                                                                       \
+  X(prof_leak_error, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",           \
+    "Exit with an error status when leaks are found.")                                             \
+  X(prof_accum, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",                \
+    "Keep cumulative counts in profile dumps.")                                                    \
+  X(prof_recent_alloc_max, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",     \
+    "Recent sampled allocations to remember.")                                                     \
+  X(prof_stats, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",                \
+    "Keep per-size-class sampled statistics.")                                                     \
+  X(prof_sys_thread_name, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",      \
+    "Use the system thread name in profiles.")                                                     \
+  X(prof_time_resolution, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",      \
+    "Timestamp resolution of prof_log records.")                                                   \
+  X(prof_unbias, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair",                       \
+    "Unbias sampled counts.")                                                                      \
+  X(prof_log, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair",                          \
     "Log sampled allocations from start-up.")
 
 /// Identifier of each table entry, in table order (conf uses it to special-case options).
@@ -528,12 +536,12 @@ struct OptInfo {
   OptId id;
   const char* name;
   OptKind kind;
-  OptType type;         ///< mallctl type, kNone when not readable
-  uint8_t flags;        ///< kOptParse | kOptMallctl | kOptPrefixKey
+  OptType type;   ///< mallctl type, kNone when not readable
+  uint8_t flags;  ///< kOptParse | kOptMallctl | kOptPrefixKey
   OptDomain domain;
-  void* ptr;            ///< the live value in g_opt; nullptr for kAlias / kNotBuilt
-  const void* def;      ///< the default value (same type); nullptr for kAlias / kNotBuilt
-  size_t size;          ///< bytes at ptr; 0 for kAlias / kNotBuilt
+  void* ptr;        ///< the live value in g_opt; nullptr for kAlias / kNotBuilt
+  const void* def;  ///< the default value (same type); nullptr for kAlias / kNotBuilt
+  size_t size;      ///< bytes at ptr; 0 for kAlias / kNotBuilt
   const char* status;
   const char* doc;
 };

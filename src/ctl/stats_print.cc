@@ -25,8 +25,8 @@ constexpr const char* kMutexCounterNames[7] = {
 
 /// 5.3.0's global mutexes, in its order (`stats.mutexes.<m>`).
 constexpr const char* kGlobalMutexNames[] = {
-    "background_thread", "max_per_bg_thd",   "ctl",        "prof",      "prof_thds_data",
-    "prof_dump",         "prof_recent_alloc", "prof_recent_dump", "prof_stats"};
+    "background_thread", "max_per_bg_thd",   "ctl",       "prof", "prof_thds_data", "prof_dump",
+    "prof_recent_alloc", "prof_recent_dump", "prof_stats"};
 
 }  // namespace
 
@@ -287,9 +287,18 @@ void print_general(Emitter& e) {
   e.kv("version", "Version", Value::str(version));
 
   e.dict_begin("config", "Build-time option settings");
-  static constexpr const char* kConfig[] = {
-      "cache_oblivious", "debug", "fill", "lazy_lock", "malloc_conf", "opt_safety_checks",
-      "prof", "prof_libgcc", "prof_libunwind", "stats", "utrace", "xmalloc"};
+  static constexpr const char* kConfig[] = {"cache_oblivious",
+                                            "debug",
+                                            "fill",
+                                            "lazy_lock",
+                                            "malloc_conf",
+                                            "opt_safety_checks",
+                                            "prof",
+                                            "prof_libgcc",
+                                            "prof_libunwind",
+                                            "stats",
+                                            "utrace",
+                                            "xmalloc"};
   for (const char* c : kConfig) {
     char name[64];
     je_snprintf(name, sizeof(name), "config.%s", c);

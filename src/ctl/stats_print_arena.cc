@@ -22,8 +22,8 @@ constexpr const char* kGap = "                     ---\n";
 
 /// 5.3.0's per-arena mutexes, in its order (`stats.arenas.<i>.mutexes.<m>`).
 constexpr const char* kArenaMutexNames[] = {
-    "large",       "extent_avail", "extents_dirty", "extents_muzzy", "extents_retained",
-    "decay_dirty", "decay_muzzy",  "base",          "tcache_list",   "hpa_shard",
+    "large",          "extent_avail", "extents_dirty", "extents_muzzy", "extents_retained",
+    "decay_dirty",    "decay_muzzy",  "base",          "tcache_list",   "hpa_shard",
     "hpa_shard_grow", "hpa_sec"};
 
 /// Size classes the HPA's page-slab sets distinguish (psset's PSSET_NPSIZES).
@@ -90,8 +90,8 @@ void print_decay(Emitter& e, size_t ind) {
   row.add(Justify::kRight, 13, Value::title("madvises"));
   row.add(Justify::kRight, 13, Value::title("purged"));
   e.table_row(row);
-  auto line = [&](const char* label, ssize_t ms, size_t npages, uint64_t sweeps,
-                  uint64_t madvises, uint64_t purged) {
+  auto line = [&](const char* label, ssize_t ms, size_t npages, uint64_t sweeps, uint64_t madvises,
+                  uint64_t purged) {
     row.cols[0].value = Value::title(label);
     row.cols[1].value = ms >= 0 ? Value::sgn(ms) : Value::title("N/A");
     row.cols[2].value = Value::uns(npages);
@@ -111,8 +111,7 @@ void print_counts(Emitter& e, size_t ind, uint64_t uptime) {
   Row row;
   row.add(Justify::kLeft, 21, Value::title(""));
   row.add(Justify::kRight, 16, Value::title("allocated"));
-  static constexpr const char* kTitles[5] = {"nmalloc", "ndalloc", "nrequests", "nfill",
-                                             "nflush"};
+  static constexpr const char* kTitles[5] = {"nmalloc", "ndalloc", "nrequests", "nfill", "nflush"};
   for (const char* t : kTitles) {
     row.add(Justify::kRight, 16, Value::title(t));
     row.add(Justify::kRight, 10, Value::title("(#/sec)"));
@@ -154,9 +153,11 @@ void print_memory(Emitter& e, size_t ind, size_t page, size_t pactive) {
   row.cols[0].value = Value::title("active:");
   row.cols[1].value = Value::uns(pactive * page);
   e.table_row(row);  // text only: JSON has pactive
+  // clang-format off
   static constexpr const char* kLeaves[] = {
-      "mapped",       "retained",   "base",     "internal",     "metadata_thp",
+      "mapped", "retained", "base", "internal", "metadata_thp",
       "tcache_bytes", "tcache_stashed_bytes", "resident", "abandoned_vm", "extent_avail"};
+  // clang-format on
   for (const char* leaf : kLeaves) {
     size_t v = astat<size_t>(ind, leaf);
     e.json_kv(leaf, Value::uns(v));
@@ -206,11 +207,13 @@ void add_count_titles(Row& row, int nrequests_rate_width) {
 void print_bins(Emitter& e, size_t ind, bool mutex, uint64_t uptime, size_t page) {
   unsigned nbins;
   get("arenas.nbins", &nbins);
+  // clang-format off
   enum : unsigned {
     kSize, kInd, kAllocated, kNmalloc, kNmallocPs, kNdalloc, kNdallocPs, kNrequests,
     kNrequestsPs, kNshards, kCurregs, kCurslabs, kNonfull, kRegs, kPgs, kSpacer, kUtil,
     kNfills, kNfillsPs, kNflushes, kNflushesPs, kNslabs, kNreslabs, kNreslabsPs
   };
+  // clang-format on
   Row row;
   add_count_titles(row, 10);
   row.add(Justify::kRight, 9, Value::title("nshards"));
@@ -240,8 +243,7 @@ void print_bins(Emitter& e, size_t ind, bool mutex, uint64_t uptime, size_t page
   Mib nslabs_m("stats.arenas.0.bins.0.nslabs"), nmalloc_m("stats.arenas.0.bins.0.nmalloc"),
       ndalloc_m("stats.arenas.0.bins.0.ndalloc"), curregs_m("stats.arenas.0.bins.0.curregs"),
       nrequests_m("stats.arenas.0.bins.0.nrequests"), nfills_m("stats.arenas.0.bins.0.nfills"),
-      nflushes_m("stats.arenas.0.bins.0.nflushes"),
-      nreslabs_m("stats.arenas.0.bins.0.nreslabs"),
+      nflushes_m("stats.arenas.0.bins.0.nflushes"), nreslabs_m("stats.arenas.0.bins.0.nreslabs"),
       curslabs_m("stats.arenas.0.bins.0.curslabs"),
       nonfull_m("stats.arenas.0.bins.0.nonfull_slabs");
   Mib size_m("arenas.bin.0.size"), nregs_m("arenas.bin.0.nregs"),
@@ -374,8 +376,8 @@ void print_lextents(Emitter& e, size_t ind, uint64_t uptime) {
 }
 
 void print_extents(Emitter& e, size_t ind) {
-  static constexpr const char* kTitles[] = {"size",   "ind",   "ndirty",    "dirty",    "nmuzzy",
-                                            "muzzy",  "nretained", "retained", "ntotal", "total"};
+  static constexpr const char* kTitles[] = {"size",  "ind",       "ndirty",   "dirty",  "nmuzzy",
+                                            "muzzy", "nretained", "retained", "ntotal", "total"};
   Row row;
   for (const char* t : kTitles) {
     row.add(Justify::kRight, row.n == 0 ? 20 : row.n == 1 ? 4 : 13, Value::title(t));
@@ -456,9 +458,9 @@ void print_hpa(Emitter& e, size_t ind, uint64_t uptime) {
   for (const char* set : {"full_slabs", "empty_slabs"}) {
     char leaf[64];
     size_t v[6];  // npageslabs, nactive, ndirty: huge, then nonhuge
-    static constexpr const char* kLeaves[6] = {"npageslabs_huge",    "nactive_huge",
-                                               "ndirty_huge",        "npageslabs_nonhuge",
-                                               "nactive_nonhuge",    "ndirty_nonhuge"};
+    static constexpr const char* kLeaves[6] = {"npageslabs_huge", "nactive_huge",
+                                               "ndirty_huge",     "npageslabs_nonhuge",
+                                               "nactive_nonhuge", "ndirty_nonhuge"};
     for (unsigned k = 0; k < 6; k++) {
       je_snprintf(leaf, sizeof(leaf), "hpa_shard.%s.%s", set, kLeaves[k]);
       v[k] = astat<size_t>(ind, leaf);
@@ -480,10 +482,15 @@ void print_hpa(Emitter& e, size_t ind, uint64_t uptime) {
   }
   e.table_printf("\n");
 
-  static constexpr const char* kCols[] = {
-      "size",        "ind",                "npageslabs_huge", "nactive_huge",
-      "ndirty_huge", "npageslabs_nonhuge", "nactive_nonhuge", "ndirty_nonhuge",
-      "nretained_nonhuge"};
+  static constexpr const char* kCols[] = {"size",
+                                          "ind",
+                                          "npageslabs_huge",
+                                          "nactive_huge",
+                                          "ndirty_huge",
+                                          "npageslabs_nonhuge",
+                                          "nactive_nonhuge",
+                                          "ndirty_nonhuge",
+                                          "nretained_nonhuge"};
   static constexpr int kWidths[] = {20, 4, 16, 16, 16, 20, 20, 20, 20};
   Row row;
   for (unsigned k = 0; k < 9; k++) row.add(Justify::kRight, kWidths[k], Value::title(kCols[k]));

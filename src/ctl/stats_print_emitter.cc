@@ -13,14 +13,11 @@ namespace {
 /// Decimal text of an integer or boolean value; returns its length.
 size_t format_scalar(char* out, size_t size, Value v) {
   switch (v.kind) {
-    case Value::Kind::kBool:
-      return je_snprintf(out, size, "%s", v.b ? "true" : "false");
+    case Value::Kind::kBool: return je_snprintf(out, size, "%s", v.b ? "true" : "false");
     case Value::Kind::kUnsigned:
       return je_snprintf(out, size, "%llu", static_cast<unsigned long long>(v.u));
-    case Value::Kind::kSigned:
-      return je_snprintf(out, size, "%lld", static_cast<long long>(v.i));
-    default:
-      break;
+    case Value::Kind::kSigned: return je_snprintf(out, size, "%lld", static_cast<long long>(v.i));
+    default: break;
   }
   if (size > 0) out[0] = '\0';
   return 0;
@@ -99,9 +96,7 @@ void Emitter::put_value(Value v) {
         put("\"", 1);
       }
       return;
-    case Value::Kind::kTitle:
-      puts(nonnull(v.s));
-      return;
+    case Value::Kind::kTitle: puts(nonnull(v.s)); return;
     default: {
       char tmp[32];
       size_t n = format_scalar(tmp, sizeof(tmp), v);
@@ -249,8 +244,8 @@ void Emitter::kv(const char* json_key, const char* table_key, Value v) {
   put("\n", 1);
 }
 
-void Emitter::kv_note(const char* json_key, const char* table_key, Value v,
-                      const char* note_key, Value note) {
+void Emitter::kv_note(const char* json_key, const char* table_key, Value v, const char* note_key,
+                      Value note) {
   if (json_) {
     json_kv(json_key, v);
     return;

@@ -164,7 +164,7 @@ class Emitter {
   bool json_;
   WriteCb write_cb_;
   void* cbopaque_;
-  int depth_ = 0;              // JSON object/array nesting, or text dictionary nesting
+  int depth_ = 0;               // JSON object/array nesting, or text dictionary nesting
   bool item_at_depth_ = false;  // JSON: the current container already has an element
   bool after_key_ = false;      // JSON: a key was printed and its value comes next
   size_t len_ = 0;

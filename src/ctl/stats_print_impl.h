@@ -28,16 +28,16 @@ namespace je::stats {
 
 /// What the option letters select (each letter except J turns its section off).
 struct Sections {
-  bool json = false;       // J: JSON instead of text
-  bool general = true;     // g: version, config.*, opt.*, arenas.*
-  bool merged = true;      // m: the merged view of all arenas
-  bool destroyed = true;   // d: the accumulated view of destroyed arenas
-  bool unmerged = true;    // a: one section per arena
-  bool bins = true;        // b: small size classes
-  bool large = true;       // l: large size classes
-  bool mutex = true;       // x: mutex counters
-  bool extents = true;     // e: free extents by size
-  bool hpa = true;         // h: the HPA shard
+  bool json = false;      // J: JSON instead of text
+  bool general = true;    // g: version, config.*, opt.*, arenas.*
+  bool merged = true;     // m: the merged view of all arenas
+  bool destroyed = true;  // d: the accumulated view of destroyed arenas
+  bool unmerged = true;   // a: one section per arena
+  bool bins = true;       // b: small size classes
+  bool large = true;      // l: large size classes
+  bool mutex = true;      // x: mutex counters
+  bool extents = true;    // e: free extents by size
+  bool hpa = true;        // h: the HPA shard
 };
 
 /// Reads `name` as a T. False (and *out zeroed) when the name cannot be read as a T.

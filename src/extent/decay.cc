@@ -12,7 +12,8 @@ namespace je {
 
 // Sanity of the weight table, checked once at compile time.
 static_assert(Decay::kSmoothstep[Decay::kNSteps - 1] == uint64_t{1} << Decay::kFixedPointBits);
-static_assert(Decay::kSmoothstep[Decay::kNSteps / 2 - 1] == uint64_t{1} << (Decay::kFixedPointBits - 1));
+static_assert(Decay::kSmoothstep[Decay::kNSteps / 2 - 1] == uint64_t{1}
+                                                                << (Decay::kFixedPointBits - 1));
 static_assert(Decay::kSmoothstep[0] > 0);
 static_assert([] {
   for (unsigned i = 1; i < Decay::kNSteps; i++) {
@@ -75,9 +76,10 @@ bool Decay::maybe_advance_epoch(uint64_t now_ns, size_t current_npages) {
   // thread advanced this object, so there is nothing to repair.
   if (now_ns < deadline_ns_) return false;
 
-  const uint64_t nadvance = (now_ns - epoch_ns_) / interval_ns_;  // >= 1: deadline >= epoch + interval
+  // >= 1: deadline >= epoch + interval.
+  const uint64_t nadvance = (now_ns - epoch_ns_) / interval_ns_;
   if (nadvance == 0) return false;  // only possible with a saturated deadline, ~584 years of uptime
-  epoch_ns_ += nadvance * interval_ns_;                           // <= now_ns, no overflow
+  epoch_ns_ += nadvance * interval_ns_;  // <= now_ns, no overflow
 
   // Age the backlog: slot i takes the count of slot i + nadvance; vacated (newest) slots are
   // epochs in which nothing was recorded.

@@ -41,21 +41,21 @@ inline constexpr size_t kSlabMaxRegs = 512;
 inline constexpr size_t kSlabBitmapWords = kSlabMaxRegs / 64;
 
 struct Edata {
-  void* addr = nullptr;   // start; for active large extents the (randomized) user address
-  size_t size = 0;        // bytes, a page multiple
-  uint64_t sn = 0;        // serial number: lower = older mapping; split keeps it, merge takes min
+  void* addr = nullptr;  // start; for active large extents the (randomized) user address
+  size_t size = 0;       // bytes, a page multiple
+  uint64_t sn = 0;       // serial number: lower = older mapping; split keeps it, merge takes min
   uint16_t arena_ind = 0;
   uint8_t szind = sc::kNSizes;  // size class of an active allocation; kNSizes when none
   ExtentState state = ExtentState::kActive;
-  bool slab = false;       // a slab of small regions (all pages registered in the emap)
-  bool committed = true;   // backed by commit charge (always true where the OS overcommits)
-  bool zeroed = false;     // known to be all zero (fresh mapping or purged with DONTNEED)
-  bool is_head = false;    // first extent of a region obtained from the OS: merges never cross it
-  uint16_t nfree = 0;      // slab: free regions
+  bool slab = false;      // a slab of small regions (all pages registered in the emap)
+  bool committed = true;  // backed by commit charge (always true where the OS overcommits)
+  bool zeroed = false;    // known to be all zero (fresh mapping or purged with DONTNEED)
+  bool is_head = false;   // first extent of a region obtained from the OS: merges never cross it
+  uint16_t nfree = 0;     // slab: free regions
   uint8_t binshard = 0;
 
-  PhLink<Edata> ph_link;   // eset size-class heap, or a bin's non-full slab heap
-  QlLink<Edata> ql_link;   // eset LRU, edata cache free list, purge stash, large/slab lists
+  PhLink<Edata> ph_link;  // eset size-class heap, or a bin's non-full slab heap
+  QlLink<Edata> ql_link;  // eset LRU, edata cache free list, purge stash, large/slab lists
 
   uint64_t slab_bitmap[kSlabBitmapWords] = {};
 

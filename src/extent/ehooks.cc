@@ -42,8 +42,7 @@ bool default_commit(extent_hooks_t*, void* addr, size_t, size_t offset, size_t l
   return !pages::commit(static_cast<char*>(addr) + offset, length);
 }
 
-bool default_decommit(extent_hooks_t*, void* addr, size_t, size_t offset, size_t length,
-                      unsigned) {
+bool default_decommit(extent_hooks_t*, void* addr, size_t, size_t offset, size_t length, unsigned) {
   return !pages::decommit(static_cast<char*>(addr) + offset, length);
 }
 
@@ -61,19 +60,14 @@ bool default_purge_forced(extent_hooks_t*, void* addr, size_t, size_t offset, si
 }
 
 // Linux mappings can be split and merged freely.
-bool default_split(extent_hooks_t*, void*, size_t, size_t, size_t, bool, unsigned) {
-  return false;
-}
-bool default_merge(extent_hooks_t*, void*, size_t, void*, size_t, bool, unsigned) {
-  return false;
-}
+bool default_split(extent_hooks_t*, void*, size_t, size_t, size_t, bool, unsigned) { return false; }
+bool default_merge(extent_hooks_t*, void*, size_t, void*, size_t, bool, unsigned) { return false; }
 
 }  // namespace
 
 const extent_hooks_t kDefaultExtentHooks = {
-    default_alloc,      default_dalloc,       default_destroy,
-    default_commit,     default_decommit,     default_purge_lazy,
-    default_purge_forced, default_split,      default_merge,
+    default_alloc,      default_dalloc,       default_destroy, default_commit, default_decommit,
+    default_purge_lazy, default_purge_forced, default_split,   default_merge,
 };
 
 void ehooks_set_thp(bool always, bool never) {

@@ -32,7 +32,9 @@ class Ehooks {
   }
   extent_hooks_t* get() const { return hooks_.load(std::memory_order_acquire); }
   /// Install new hooks, returning the previous ones.
-  extent_hooks_t* exchange(extent_hooks_t* h) { return hooks_.exchange(h, std::memory_order_acq_rel); }
+  extent_hooks_t* exchange(extent_hooks_t* h) {
+    return hooks_.exchange(h, std::memory_order_acq_rel);
+  }
   bool is_default() const { return get() == &kDefaultExtentHooks; }
   unsigned ind() const { return ind_; }
 

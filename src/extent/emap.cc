@@ -25,7 +25,8 @@ bool Emap::register_interior(Edata* e) {
     Rtree::Entry* entry = rtree_.entry(a, true);
     if (entry == nullptr) {
       // Undo what was written so the "no interior entries" invariant holds on failure.
-      for (uintptr_t b = e->base_addr() + kPage; b < a; b += kPage) write(rtree_.entry(b, false), 0);
+      for (uintptr_t b = e->base_addr() + kPage; b < a; b += kPage)
+        write(rtree_.entry(b, false), 0);
       return false;
     }
     write(entry, v);
@@ -78,15 +79,13 @@ Edata* Emap::try_acquire_neighbor(Edata* e, ExtentState expected, bool forward, 
   return nb;
 }
 
-bool Emap::split_prepare(SplitPlan* plan, Edata* lead, size_t size_a, Edata* trail,
-                         size_t size_b) {
+bool Emap::split_prepare(SplitPlan* plan, Edata* lead, size_t size_a, Edata* trail, size_t size_b) {
   uintptr_t base = lead->base_addr();
   plan->lead_last = rtree_.entry(base + size_a - kPage, true);
   plan->trail_first = rtree_.entry(base + size_a, true);
   plan->trail_last = rtree_.entry(base + size_a + size_b - kPage, true);
   (void)trail;
-  return plan->lead_last != nullptr && plan->trail_first != nullptr &&
-         plan->trail_last != nullptr;
+  return plan->lead_last != nullptr && plan->trail_first != nullptr && plan->trail_last != nullptr;
 }
 
 void Emap::split_commit(const SplitPlan& plan, Edata* lead, Edata* trail) {

@@ -1,16 +1,16 @@
 // eset.h: a set of free extents of one state, indexed for first-fit-by-age.
 //
-// Purpose: holds the free extents of an ecache. One bin per page-size class (+1 overflow bin)
-// whose pairing heap orders extents by (serial number, address); fit is first fit by age across
-// bins (5.3.0) or, ours, best fit by class then age (opt.extent_best_fit); a bitmap of non-empty bins; a
+// Purpose: holds the free extents of an ecache. One bin per page-size class (+1 overflow bin) whose
+// pairing heap orders extents by (serial number, address); fit is first fit by age across bins
+// (5.3.0) or, ours, best fit by class then age (opt.extent_best_fit); a bitmap of non-empty bins; a
 // cached copy of each bin's minimum so a fit search compares bins without touching cold
 // descriptors; an LRU list (insertion order) used only by eviction; counters for stats.
 // Layer: extent. Callers: ecache/extent (under the ecache lock); stats readers (lock-free).
-// Concurrency: mutations under the owning ecache's mutex (rank kEcache). The counters are
-// relaxed atomics so stats can be read without the lock.
-// Invariants: an extent is in exactly one bin -- the page-size class of its size after
-// removing the cache-oblivious pad (sz::psz_quantize_floor) -- and in the LRU, iff it is in the
-// set; `npages()` is the sum of member sizes in pages.
+// Concurrency: mutations under the owning ecache's mutex (rank kEcache). The counters are relaxed
+// atomics so stats can be read without the lock.
+// Invariants: an extent is in exactly one bin -- the page-size class of its size after removing the
+// cache-oblivious pad (sz::psz_quantize_floor) -- and in the LRU, iff it is in the set; `npages()`
+// is the sum of member sizes in pages.
 // jemalloc mapping: eset (src/eset.c); feeds stats.arenas.<i>.extents.<j>.{n,}{dirty,muzzy,
 // retained}_{extents,bytes} and pdirty/pmuzzy.
 #pragma once
@@ -50,7 +50,9 @@ class Eset {
   Edata* lru_first() const { return lru_.front(); }
 
   size_t npages() const { return npages_.load(std::memory_order_relaxed); }
-  size_t nextents(pszind_t bin) const { return bins_[bin].nextents.load(std::memory_order_relaxed); }
+  size_t nextents(pszind_t bin) const {
+    return bins_[bin].nextents.load(std::memory_order_relaxed);
+  }
   size_t nbytes(pszind_t bin) const { return bins_[bin].nbytes.load(std::memory_order_relaxed); }
 
   /// Bin index used for an extent of `size` bytes (`pad`: the cache-oblivious pad; the

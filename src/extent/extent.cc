@@ -49,8 +49,8 @@ Edata* split_impl(PacCore& pac, Edata* e, size_t size_a, size_t size_b) {
   if (pac.ehooks.split_will_fail()) return nullptr;
   Edata* trail = pac.edata_cache.get();
   if (trail == nullptr) return nullptr;
-  trail->init(e->arena_ind, ptr_of(e->base_addr() + size_a), size_b, /*is_slab=*/false,
-              sc::kNSizes, e->sn, e->state, e->zeroed, e->committed, /*head=*/false);
+  trail->init(e->arena_ind, ptr_of(e->base_addr() + size_a), size_b, /*is_slab=*/false, sc::kNSizes,
+              e->sn, e->state, e->zeroed, e->committed, /*head=*/false);
   Emap::SplitPlan plan;
   if (!g_emap.split_prepare(&plan, e, size_a, trail, size_b) ||
       !pac.ehooks.split(e->base(), size_a + size_b, size_a, size_b, e->committed)) {

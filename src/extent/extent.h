@@ -1,22 +1,23 @@
 // extent.h: the extent algorithms -- recycle, split, merge, record (coalesce), evict, grow.
 //
-// Purpose: everything that moves extents between the arena and its ecaches, and between the
-// ecaches and the OS, lives here. Three coalescing regimes meet in `ecache_dalloc` (record):
-//   * muzzy and retained: full coalescing with free neighbours on insertion, no size bound;
-//   * dirty, small extents (< 16 KiB, i.e. emptied slabs): no coalescing on insertion (delayed);
-//   * dirty, large extents: eager coalescing, one merge at a time, but -- the project's fix --
+// Purpose: everything that moves extents between the arena and its ecaches, and between the ecaches
+// and the OS, lives here. Three coalescing regimes meet in `ecache_dalloc` (record):
+//   * * muzzy and retained: full coalescing with free neighbours on insertion, no size bound;
+//   * * dirty, small extents (< 16 KiB, i.e. emptied slabs): no coalescing on insertion (delayed);
+//   * * dirty, large extents: eager coalescing, one merge at a time, but -- the project's fix --
 //     never into an extent larger than the dirty fit search for `size` bytes can find again
 //     (coalesce_bound: about `size << lg_extent_max_active_fit`, worked out from the eset's
 //     bins), nor, when oversize extents are purged inline, into one at or above the oversize
 //     threshold. A neighbour claimed but refused for size is released unchanged. Switchable
-//     per Pac (opt.bounded_coalesce, arena.<i>.bounded_coalesce) to reproduce jemalloc 5.3's unbounded behaviour.
-// Eviction (decay/purge) coalesces the LRU extent with no reuse bound; with the bound on, only
-// up to the amount the purge wants, and the merged extent never goes back into the dirty cache.
+//     per Pac (opt.bounded_coalesce, arena.<i>.bounded_coalesce) to reproduce jemalloc 5.3's
+//     unbounded behaviour.
+// Eviction (decay/purge) coalesces the LRU extent with no reuse bound; with the bound on, only up
+// to the amount the purge wants, and the merged extent never goes back into the dirty cache.
 // Layer: extent. Callers: pac, which hands them its PacCore (and unit tests).
-// Concurrency: see pac.h. Functions taking an Ecache lock it themselves; the caller holds
-// nothing except where stated (grow_mtx for retained recycling is taken inside).
-// jemalloc mapping: src/extent.c (extent_record, extent_try_coalesce_impl with the max_size
-// bound of 3c14707b plus the neighbour release of 675ab079, extent_recycle, extent_grow_retained,
+// Concurrency: see pac.h. Functions taking an Ecache lock it themselves; the caller holds nothing
+// except where stated (grow_mtx for retained recycling is taken inside).
+// jemalloc mapping: src/extent.c (extent_record, extent_try_coalesce_impl with the max_size bound
+// of 3c14707b plus the neighbour release of 675ab079, extent_recycle, extent_grow_retained,
 // ecache_evict, extent_dalloc_wrapper, extent_split_impl, extent_merge_impl).
 #pragma once
 
@@ -60,8 +61,7 @@ void ecache_dalloc(PacCore& pac, Ecache& ecache, Edata* e);
 /// off (5.3.0), without limit, and a merged extent goes back to the LRU tail while the search
 /// starts over. Dirty/muzzy victims come back active; retained victims come back
 /// deregistered. nullptr if nothing to evict.
-Edata* ecache_evict(PacCore& pac, Ecache& ecache, size_t npages_min,
-                    size_t npages_want = SIZE_MAX);
+Edata* ecache_evict(PacCore& pac, Ecache& ecache, size_t npages_min, size_t npages_want = SIZE_MAX);
 
 /// Hand an owned extent to the OS: unmap it if the hooks allow, else decommit or purge it and
 /// record it as retained.

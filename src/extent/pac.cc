@@ -32,7 +32,8 @@ bool Pac::init(const PacOptions& o) {
   core_.ecache_muzzy.eset.set_best_fit(o.best_fit);
   core_.ecache_retained.eset.set_best_fit(o.best_fit);
   core_.edata_cache.init(o.base);
-  core_.ehooks.init(o.ind, o.hooks != nullptr ? o.hooks : const_cast<extent_hooks_t*>(&kDefaultExtentHooks));
+  core_.ehooks.init(
+      o.ind, o.hooks != nullptr ? o.hooks : const_cast<extent_hooks_t*>(&kDefaultExtentHooks));
   core_.exp_grow.next = sz::psz2ind(config::kHugepage);
   core_.exp_grow.limit = sz::psz2ind(sc::kLargeMaxClass);
   decay_dirty_.decay.init(o.now_ns, o.dirty_decay_ms);
@@ -47,7 +48,9 @@ void Pac::update_may_force_decay() {
       std::memory_order_relaxed);
 }
 
-void Pac::count_alloc(PacSource src, size_t size) { core_.counters.add_alloc(src, size >> kLgPage); }
+void Pac::count_alloc(PacSource src, size_t size) {
+  core_.counters.add_alloc(src, size >> kLgPage);
+}
 
 // The one allocation cascade, for a new extent (`expand` nullptr) and for in-place growth
 // (`expand`: only the free extent right after it can serve). The muzzy ecache is consulted
@@ -161,8 +164,7 @@ void Pac::note_active_grown(size_t npages) {
   size_t now = nactive_.fetch_add(npages, std::memory_order_relaxed) + npages;
   if (!decay_hold_peak_) return;
   size_t peak = peak_cur_.load(std::memory_order_relaxed);
-  while (now > peak &&
-         !peak_cur_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  while (now > peak && !peak_cur_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
 }
 
@@ -249,8 +251,7 @@ void Pac::decay_all(ExtentState which, bool fully) {
   decay_to_limit(which, fully, 0, ecache_of(which).npages());
 }
 
-bool Pac::try_decay(ExtentState which, uint64_t now_ns, Eagerness eagerness,
-                    bool* epoch_advanced) {
+bool Pac::try_decay(ExtentState which, uint64_t now_ns, Eagerness eagerness, bool* epoch_advanced) {
   *epoch_advanced = false;
   DecayPipeline& p = pipeline(which);
   if (!p.mtx.try_lock()) return false;  // someone else is on it; no need to wait

@@ -1,25 +1,26 @@
 // pac.h: the page allocator of one arena -- dirty, muzzy and retained ecaches, decay, growth.
 //
 // Purpose: serves page-multiple extents to the arena (slabs and large allocations) from, in
-// order: the dirty ecache (recently freed, resident), the muzzy ecache (lazily purged; skipped
-// when muzzy decay is 0), the dirty ecache again without the lg_max_fit bound (ours,
+// order: the dirty ecache (recently freed, resident), the muzzy ecache (lazily purged; skipped when
+// muzzy decay is 0), the dirty ecache again without the lg_max_fit bound (ours,
 // opt.reuse_before_grow: resident pages beat faulting in new ones), the retained ecache (purged
-// address space) and finally new address space grown in a geometric series; growth then purges
-// as many idle dirty pages (ours, opt.purge_on_grow). Frees go to the dirty ecache; decay moves pages on to muzzy
-// or retained. This is where the project's coalescing bound lives (extent.cc, record path).
+// address space) and finally new address space grown in a geometric series; growth then purges as
+// many idle dirty pages (ours, opt.purge_on_grow). Frees go to the dirty ecache; decay moves pages
+// on to muzzy or retained. This is where the project's coalescing bound lives (extent.cc, record
+// path).
 // State: the structures the extent algorithms work on (ecaches, descriptors, hooks, growth,
-// counters) form a PacCore, which Pac keeps private and hands to extent.cc's functions; the
-// decay pipelines and the hold are Pac's own. Statistics leave through read_stats only
-// (pac_stats.h has the counter table).
+// counters) form a PacCore, which Pac keeps private and hands to extent.cc's functions; the decay
+// pipelines and the hold are Pac's own. Statistics leave through read_stats only (pac_stats.h has
+// the counter table).
 // Layer: extent. Callers: arena (alloc/dalloc/expand/shrink, decay ticks, purge, read_stats).
 // Concurrency: ecache mutexes (kEcache), `grow_mtx` (kExtentGrow, held around recycling from
 // retained and growing), one decay mutex per decaying ecache (kDecay; held only to advance the
 // epoch -- purging itself runs unlocked, serialized by Decay::purging), the edata cache
 // (kEdataCache). Counters are relaxed atomics.
-// Invariants: nactive == pages of extents handed out and not yet returned; `stats.mapped`
-// counts active + dirty + muzzy bytes (not retained); every free extent is in exactly one ecache.
-// jemalloc mapping: pac_t (src/pac.c) with pa_shard's nactive; stats.arenas.<i>.{pactive,
-// pdirty, pmuzzy, mapped, retained, dirty_*, muzzy_*, abandoned_vm, extent_avail} and
+// Invariants: nactive == pages of extents handed out and not yet returned; `stats.mapped` counts
+// active + dirty + muzzy bytes (not retained); every free extent is in exactly one ecache.
+// jemalloc mapping: pac_t (src/pac.c) with pa_shard's nactive; stats.arenas.<i>.{pactive, pdirty,
+// pmuzzy, mapped, retained, dirty_*, muzzy_*, abandoned_vm, extent_avail} and
 // stats.arenas.<i>.mutexes.{extents_*, decay_dirty, decay_muzzy, extent_avail}.*.
 #pragma once
 
@@ -50,9 +51,9 @@ struct PacOptions {
   bool purge_on_grow = false;       // opt.purge_on_grow (ours): growth purges idle dirty pages
   bool decay_hold_peak = true;      // opt.decay_hold_peak (ours): dirty decay spares the dip
   size_t oversize_threshold = size_t{8} << 20;  // opt.oversize_threshold
-  int64_t dirty_decay_ms = 10000;   // opt.dirty_decay_ms
-  int64_t muzzy_decay_ms = 0;       // opt.muzzy_decay_ms
-  uint64_t now_ns = 0;              // decay epoch origin
+  int64_t dirty_decay_ms = 10000;               // opt.dirty_decay_ms
+  int64_t muzzy_decay_ms = 0;                   // opt.muzzy_decay_ms
+  uint64_t now_ns = 0;                          // decay epoch origin
 };
 
 /// Growth series of retained address space (jemalloc exp_grow): page-size classes starting at

@@ -1,22 +1,22 @@
 // pac_stats.h: the page allocator's statistics -- one table of event counters, and the plain
 // snapshot that Pac::read_stats fills.
 //
-// Purpose: every event counter of a Pac is one row of JE_PAC_COUNTERS_530 / _OURS below. The row gives the
-// counter its live slot (PacCounters, relaxed atomics), its snapshot slot (PacStatsSnap),
+// Purpose: every event counter of a Pac is one row of JE_PAC_COUNTERS_530 / _OURS below. The row
+// gives the counter its live slot (PacCounters, relaxed atomics), its snapshot slot (PacStatsSnap),
 // its merge into the merged and destroyed views (summed), its mallctl leaf
-// (stats.arenas.<i>.<name>, uint64_t) and, for our own counters, its row in malloc_stats_print
-// -- ctl generates those from the same rows. Adding a counter is one row plus its increment.
-// 5.3.0's decay counters come first and print in 5.3.0's decay table; ours follow, in leaf
-// order after 5.3.0's names (their MIBs are documented in doc/mallctl.md).
+// (stats.arenas.<i>.<name>, uint64_t) and, for our own counters, its row in malloc_stats_print --
+// ctl generates those from the same rows. Adding a counter is one row plus its increment. 5.3.0's
+// decay counters come first and print in 5.3.0's decay table; ours follow, in leaf order after
+// 5.3.0's names (their MIBs are documented in doc/mallctl.md).
 // Gauges (pages per state, mapped bytes) are not counters: they are read directly into the
 // snapshot.
-// Layer: extent. Callers: pac (increments, read_stats), extent.cc (increments), arena
-// (read_stats), ctl (leaves, merge, printer rows).
-// Concurrency: counters are relaxed atomics; a snapshot is a plain copy, consistent per
-// counter, not across counters.
-// Invariants: the three decay counters of the dirty pipeline are followed by the muzzy
-// pipeline's in the same order, and the per-source allocation counters follow PacSource's
-// order (static_asserts below), so the increments can index them.
+// Layer: extent. Callers: pac (increments, read_stats), extent.cc (increments), arena (read_stats),
+// ctl (leaves, merge, printer rows).
+// Concurrency: counters are relaxed atomics; a snapshot is a plain copy, consistent per counter,
+// not across counters.
+// Invariants: the three decay counters of the dirty pipeline are followed by the muzzy pipeline's
+// in the same order, and the per-source allocation counters follow PacSource's order
+// (static_asserts below), so the increments can index them.
 // jemalloc mapping: pac_stats_t / pac_decay_stats_t (decay_dirty, decay_muzzy), and
 // stats.arenas.<i>.{dirty,muzzy}_{npurge,nmadvise,purged}.
 #pragma once
@@ -31,25 +31,25 @@
 namespace je {
 
 // X(name, meaning): uint64_t event counters. 5.3.0's first, in its leaf order; then ours.
-#define JE_PAC_COUNTERS_530(X)                                                                  \
-  X(dirty_npurge, "dirty purge runs")                                                           \
-  X(dirty_nmadvise, "madvise calls purging dirty pages")                                        \
-  X(dirty_purged, "dirty pages purged")                                                         \
-  X(muzzy_npurge, "muzzy purge runs")                                                           \
-  X(muzzy_nmadvise, "madvise calls purging muzzy pages")                                        \
+#define JE_PAC_COUNTERS_530(X)                           \
+  X(dirty_npurge, "dirty purge runs")                    \
+  X(dirty_nmadvise, "madvise calls purging dirty pages") \
+  X(dirty_purged, "dirty pages purged")                  \
+  X(muzzy_npurge, "muzzy purge runs")                    \
+  X(muzzy_nmadvise, "madvise calls purging muzzy pages") \
   X(muzzy_purged, "muzzy pages purged")
-#define JE_PAC_COUNTERS_OURS(X)                                                                 \
-  X(dirty_merges, "eager merges of a freed extent with a free dirty neighbour")                 \
-  X(dirty_merges_refused, "such merges refused by the coalescing bound")                        \
-  X(evict_merges, "delayed merges done when dirty extents were evicted for purging")            \
-  X(dirty_allocs, "extents served from the dirty cache")                                        \
-  X(muzzy_allocs, "extents served from the muzzy cache")                                        \
-  X(retained_allocs, "extents served from retained address space")                              \
-  X(fresh_allocs, "extents served from new mappings")                                           \
-  X(dirty_alloc_pages, "pages served from the dirty cache")                                     \
-  X(muzzy_alloc_pages, "pages served from the muzzy cache")                                     \
-  X(retained_alloc_pages, "pages served from retained address space")                           \
-  X(fresh_alloc_pages, "pages served from new mappings")                                        \
+#define JE_PAC_COUNTERS_OURS(X)                                                      \
+  X(dirty_merges, "eager merges of a freed extent with a free dirty neighbour")      \
+  X(dirty_merges_refused, "such merges refused by the coalescing bound")             \
+  X(evict_merges, "delayed merges done when dirty extents were evicted for purging") \
+  X(dirty_allocs, "extents served from the dirty cache")                             \
+  X(muzzy_allocs, "extents served from the muzzy cache")                             \
+  X(retained_allocs, "extents served from retained address space")                   \
+  X(fresh_allocs, "extents served from new mappings")                                \
+  X(dirty_alloc_pages, "pages served from the dirty cache")                          \
+  X(muzzy_alloc_pages, "pages served from the muzzy cache")                          \
+  X(retained_alloc_pages, "pages served from retained address space")                \
+  X(fresh_alloc_pages, "pages served from new mappings")                             \
   X(oversize_purged, "pages purged when freed: extents at or above oversize_threshold")
 #define JE_PAC_COUNTERS(X) JE_PAC_COUNTERS_530(X) JE_PAC_COUNTERS_OURS(X)
 
@@ -98,7 +98,9 @@ class PacCounters {
     v_[pac_counter_index(PacCounter::dirty_alloc_pages) + s].fetch_add(npages,
                                                                        std::memory_order_relaxed);
   }
-  uint64_t get(PacCounter c) const { return v_[pac_counter_index(c)].load(std::memory_order_relaxed); }
+  uint64_t get(PacCounter c) const {
+    return v_[pac_counter_index(c)].load(std::memory_order_relaxed);
+  }
   void read(uint64_t out[kNPacCounters]) const {
     for (unsigned i = 0; i < kNPacCounters; i++) out[i] = v_[i].load(std::memory_order_relaxed);
   }

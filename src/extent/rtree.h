@@ -26,8 +26,8 @@ namespace je {
 class Rtree {
  public:
   static constexpr unsigned kKeyBits = config::kLgVaddr - config::kLgPage;  // 36
-  static constexpr unsigned kLeafBits = kKeyBits / 2;                         // 18
-  static constexpr unsigned kRootBits = kKeyBits - kLeafBits;                 // 18
+  static constexpr unsigned kLeafBits = kKeyBits / 2;                       // 18
+  static constexpr unsigned kRootBits = kKeyBits - kLeafBits;               // 18
   static constexpr size_t kLeafEntries = size_t{1} << kLeafBits;
   static constexpr size_t kRootEntries = size_t{1} << kRootBits;
 

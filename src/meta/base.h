@@ -101,11 +101,11 @@ class Base {
  private:
   // A mapped block: [start, end) with the used prefix [start, bump).
   struct Block {
-    Block* next;     // older block (list is newest first, ending at the first block)
+    Block* next;  // older block (list is newest first, ending at the first block)
     uintptr_t start;
     uintptr_t bump;
     uintptr_t end;
-    bool huge;       // advised MADV_HUGEPAGE
+    bool huge;  // advised MADV_HUGEPAGE
   };
   static constexpr unsigned kOpenBlocks = 3;
 
@@ -121,8 +121,8 @@ class Base {
   bool auto_thp_switched_ = false;
   unsigned n_blocks_ = 1;
   size_t last_block_size_;
-  Block first_;           // the block this object lives in
-  Block* blocks_;         // newest first
+  Block first_;    // the block this object lives in
+  Block* blocks_;  // newest first
   Block* open_[kOpenBlocks] = {};
   Stats stats_{};
 };

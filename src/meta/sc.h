@@ -76,9 +76,9 @@ struct SizeClass {
   uint8_t lg_base;
   uint8_t lg_delta;
   uint8_t ndelta;
-  bool psz;      ///< multiple of the page (indexes the extent heaps)
-  bool bin;      ///< small: served from slabs
-  uint8_t pgs;   ///< slab pages (bins only, else 0)
+  bool psz;     ///< multiple of the page (indexes the extent heaps)
+  bool bin;     ///< small: served from slabs
+  uint8_t pgs;  ///< slab pages (bins only, else 0)
   size_t size;
 };
 
@@ -233,8 +233,8 @@ constexpr bool classes_well_formed() {
 constexpr bool slabs_well_formed() {
   for (const BinInfo& b : kBinInfo) {
     if (b.slab_size % config::kPage != 0) return false;
-    if (b.slab_size % b.reg_size != 0) return false;            // zero tail slack
-    if (b.slab_size > 7 * config::kPage) return false;          // at most 7 pages
+    if (b.slab_size % b.reg_size != 0) return false;    // zero tail slack
+    if (b.slab_size > 7 * config::kPage) return false;  // at most 7 pages
     if (b.nregs * b.reg_size != b.slab_size) return false;
     if (b.nregs == 0 || b.nregs > kSlabMaxRegs) return false;
     // Minimality: no smaller page multiple also holds a whole number of regions.

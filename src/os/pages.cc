@@ -56,7 +56,8 @@ void report_error(const char* what, int err) {
 int map_flags() {
   // With overcommit the kernel would not enforce a reservation anyway; MAP_NORESERVE keeps big
   // retained reservations out of the heuristic mode's accounting.
-  return MAP_PRIVATE | MAP_ANONYMOUS | (g_overcommits.load(std::memory_order_relaxed) ? MAP_NORESERVE : 0);
+  return MAP_PRIVATE | MAP_ANONYMOUS |
+         (g_overcommits.load(std::memory_order_relaxed) ? MAP_NORESERVE : 0);
 }
 
 void* raw_map(void* hint, size_t size, int prot, int extra_flags) {

@@ -203,7 +203,6 @@ void io_write_stderr(const char* s) {
   }
 }
 
-
 size_t je_vsnprintf(char* buf, size_t size, const char* fmt, va_list ap_in) {
   Out o{buf, size};
   va_list ap;
@@ -278,9 +277,18 @@ size_t je_vsnprintf(char* buf, size_t size, const char* fmt, va_list ap_in) {
           sp.len = Len::kL;
         }
         break;
-      case 'z': sp.len = Len::kZ; f++; break;
-      case 'j': sp.len = Len::kJ; f++; break;
-      case 't': sp.len = Len::kT; f++; break;
+      case 'z':
+        sp.len = Len::kZ;
+        f++;
+        break;
+      case 'j':
+        sp.len = Len::kJ;
+        f++;
+        break;
+      case 't':
+        sp.len = Len::kT;
+        f++;
+        break;
       default: break;
     }
     char conv = *f;
@@ -299,12 +307,8 @@ size_t je_vsnprintf(char* buf, size_t size, const char* fmt, va_list ap_in) {
         emit_int(o, sp, mag, 10, false, sign, "", false);
         break;
       }
-      case 'u':
-        emit_int(o, sp, arg_unsigned(sp.len, ap), 10, false, 0, "", false);
-        break;
-      case 'o':
-        emit_int(o, sp, arg_unsigned(sp.len, ap), 8, false, 0, "", sp.alt);
-        break;
+      case 'u': emit_int(o, sp, arg_unsigned(sp.len, ap), 10, false, 0, "", false); break;
+      case 'o': emit_int(o, sp, arg_unsigned(sp.len, ap), 8, false, 0, "", sp.alt); break;
       case 'x':
       case 'X': {
         uint64_t v = arg_unsigned(sp.len, ap);
@@ -339,12 +343,8 @@ size_t je_vsnprintf(char* buf, size_t size, const char* fmt, va_list ap_in) {
         emit_str(o, sp, &c, 1);
         break;
       }
-      case '%':
-        o.put('%');
-        break;
-      default:
-        o.put_s(spec_start, static_cast<size_t>(f - spec_start));
-        break;
+      case '%': o.put('%'); break;
+      default: o.put_s(spec_start, static_cast<size_t>(f - spec_start)); break;
     }
   }
   va_end(ap);

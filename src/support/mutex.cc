@@ -97,8 +97,7 @@ void Mutex::witness_release() {
 void Mutex::assert_owner() const {
   if constexpr (config::kDebug) {
     if (owner_.load(std::memory_order_relaxed) != self_token()) {
-      je_abort_msg("mutex \"%s\" (rank %s) not owned by this thread", name_,
-                   lock_rank_name(rank_));
+      je_abort_msg("mutex \"%s\" (rank %s) not owned by this thread", name_, lock_rank_name(rank_));
     }
   }
 }

@@ -18,5 +18,4 @@ uint64_t read_clock(clockid_t id) {
 
 uint64_t nstime_now_ns() { return read_clock(CLOCK_MONOTONIC); }
 
-
 }  // namespace je

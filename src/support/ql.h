@@ -3,7 +3,8 @@
 // Purpose: allocation-free FIFO/LRU lists (eset LRU of free extents, edata cache free list,
 // per-arena lists of large extents).
 // Layer: support. Not synchronized: the owner's mutex protects the list.
-// Invariants: a node is in at most one list per link; head has prev == nullptr, tail next == nullptr.
+// Invariants: a node is in at most one list per link; head has prev == nullptr, tail next ==
+// nullptr.
 // jemalloc mapping: ql.h / qr.h.
 #pragma once
 

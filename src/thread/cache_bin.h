@@ -27,7 +27,9 @@ struct CacheBin {
   uint16_t empty = 0;
   uint64_t nrequests = 0;  // requests served since the last merge into arena stats
 
-  static uint16_t low_bits(const void* p) { return static_cast<uint16_t>(reinterpret_cast<uintptr_t>(p)); }
+  static uint16_t low_bits(const void* p) {
+    return static_cast<uint16_t>(reinterpret_cast<uintptr_t>(p));
+  }
 
   /// Whether pop_fast() would succeed (head above the low-water mark, hence non-empty).
   JE_ALWAYS_INLINE bool can_pop_fast() const { return low_bits(head) != low_water; }

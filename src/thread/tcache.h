@@ -44,10 +44,10 @@ inline constexpr unsigned kTcachesMax = 4093;
 
 /// Set once by tcache_boot from the options.
 struct TcacheGeometry {
-  unsigned nhbins = 0;               // bins in use: classes up to tcache_max
-  size_t maxclass = 0;               // largest cached size
+  unsigned nhbins = 0;  // bins in use: classes up to tcache_max
+  size_t maxclass = 0;  // largest cached size
   uint16_t ncached_max[kTcacheMaxBins] = {};
-  size_t stack_bytes = 0;            // bytes of pointer slots per cache
+  size_t stack_bytes = 0;  // bytes of pointer slots per cache
 };
 extern constinit TcacheGeometry g_tcache_geo;
 
@@ -60,8 +60,8 @@ struct TcacheSlow {
   uint8_t lg_fill_div[sc::kNBins] = {};
   bool bin_refilled[sc::kNBins] = {};
   uint8_t flush_delay_items[sc::kNBins] = {};  // opt.tcache_gc_delay_bytes, in items
-  void** stack = nullptr;  // backing memory of all bins' slots
-  bool stack_owned = true;  // false: carved from the explicit cache's own block
+  void** stack = nullptr;                      // backing memory of all bins' slots
+  bool stack_owned = true;                     // false: carved from the explicit cache's own block
   Tcache* owner = nullptr;
   QlLink<TcacheSlow> link;  // list of live caches (stats.arenas.<i>.tcache_bytes)
 };

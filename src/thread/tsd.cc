@@ -150,8 +150,7 @@ Arena* tsd_arena(Tsd& tsd) {
       if ((cur = arena_percpu()) == nullptr) return nullptr;
       tsd_set_arena(tsd, cur);
     }
-    if (cur->ind() < arenas_percpu_limit() &&
-        cur->last_thread() != &tsd) {
+    if (cur->ind() < arenas_percpu_limit() && cur->last_thread() != &tsd) {
       Arena* a = arena_percpu();
       if (a != nullptr && a != cur) tsd_set_arena(tsd, a);
       tsd.arena->set_last_thread(&tsd);

@@ -42,7 +42,7 @@ struct Tsd {
   uint64_t stats_last;              // allocated at the last stats_interval accounting
   uint64_t peak_next_alloc;         // next thread.peak sample (allocation side)
   uint64_t peak_next_dalloc;        // ... (deallocation side)
-  uint64_t peak_alloc_base;    // thread.peak: allocated - deallocated at the last reset
+  uint64_t peak_alloc_base;         // thread.peak: allocated - deallocated at the last reset
   uint64_t peak_max;
   Arena* arena;
   TsdState state;

@@ -69,15 +69,25 @@ void gen_classes() {
 int classes_upto(size_t lim) { return (int)(std::upper_bound(g_cls, g_cls + g_ncls, lim) - g_cls); }
 
 // Sizes no allocation can have: beyond the largest class, or classes needing > 2^57 bytes.
-constexpr size_t kAbsurd[] = {SIZE_MAX,          SIZE_MAX - 1,      SIZE_MAX - 4095,
-                              SIZE_MAX - 16383,  PTRDIFF_MAX,       (size_t)PTRDIFF_MAX + 1,
-                              kMaxClass - 1,     kMaxClass,         kMaxClass + 1,
-                              kVast - 1,         kVast,             kVast + 1,
-                              (size_t)1 << 62,   ((size_t)1 << 62) + 1, ((size_t)6 << 60) + 1};
+constexpr size_t kAbsurd[] = {SIZE_MAX,
+                              SIZE_MAX - 1,
+                              SIZE_MAX - 4095,
+                              SIZE_MAX - 16383,
+                              PTRDIFF_MAX,
+                              (size_t)PTRDIFF_MAX + 1,
+                              kMaxClass - 1,
+                              kMaxClass,
+                              kMaxClass + 1,
+                              kVast - 1,
+                              kVast,
+                              kVast + 1,
+                              (size_t)1 << 62,
+                              ((size_t)1 << 62) + 1,
+                              ((size_t)6 << 60) + 1};
 
 // A size: 0 (or 1 where 0 is undefined), an impossible one, or a class boundary -1, 0, +1
 // (small classes most often; large up to 1 MiB, 4 MiB, 32 MiB ever more rarely).
-size_t draw_size(Rng &r, bool zero_ok) {
+size_t draw_size(Rng& r, bool zero_ok) {
   unsigned u = (unsigned)r.below(100);
   if (u < 4) return zero_ok ? 0 : 1;
   if (u < 10) return r.pick(kAbsurd);
@@ -86,9 +96,9 @@ size_t draw_size(Rng &r, bool zero_ok) {
 }
 
 // An alignment: a power of two (most often up to a page), not a power of two, or absurd.
-size_t draw_align(Rng &r) {
-  static const size_t kNpot[] = {0, 3, 12, 24, 48, 100, 4097, 65535, ((size_t)1 << 20) + 1,
-                                 (size_t)6 << 60, SIZE_MAX};
+size_t draw_align(Rng& r) {
+  static const size_t kNpot[] = {
+      0, 3, 12, 24, 48, 100, 4097, 65535, ((size_t)1 << 20) + 1, (size_t)6 << 60, SIZE_MAX};
   unsigned u = (unsigned)r.below(100);
   if (u < 62) return (size_t)1 << r.below(13);
   if (u < 70) return (size_t)1 << (13 + r.below(14));
@@ -101,26 +111,36 @@ unsigned lg_of(size_t a) { return pow2(a) ? (unsigned)__builtin_ctzll(a) : 0; }
 
 // The class of a size, for a record line's name: zero, small, large, vast (a class no mapping
 // can hold) or huge (no class).
-const char *cat(size_t n) {
-  return n == 0 ? "zero" : n <= kSmallMax ? "small" : n <= kFeasible ? "large"
-         : n <= kMaxClass ? "vast" : "huge";
+const char* cat(size_t n) {
+  return n == 0           ? "zero"
+         : n <= kSmallMax ? "small"
+         : n <= kFeasible ? "large"
+         : n <= kMaxClass ? "vast"
+                          : "huge";
 }
 
-const char *acat(size_t a) {
-  return a == 0 ? "a0" : !pow2(a) ? "npot" : a < sizeof(void *) ? "tiny"
-         : a <= kFeasible ? "ok" : "vast";
+const char* acat(size_t a) {
+  return a == 0              ? "a0"
+         : !pow2(a)          ? "npot"
+         : a < sizeof(void*) ? "tiny"
+         : a <= kFeasible    ? "ok"
+                             : "vast";
 }
 
 // n in decimal, or relative to a named limit when near one.
-const char *sym(size_t n, char (&buf)[48]) {
-  static const struct { size_t at; const char *name; } kNamed[] = {
-      {SIZE_MAX, "SIZE_MAX"}, {PTRDIFF_MAX, "PTRDIFF_MAX"}, {kMaxClass, "MAXCLASS"},
-      {(size_t)6 << 60, "6*2^60"}, {(size_t)1 << 62, "2^62"}, {kVast, "2^57"}};
-  for (const auto &k : kNamed) {
+const char* sym(size_t n, char (&buf)[48]) {
+  static const struct {
+    size_t at;
+    const char* name;
+  } kNamed[] = {{SIZE_MAX, "SIZE_MAX"},      {PTRDIFF_MAX, "PTRDIFF_MAX"}, {kMaxClass, "MAXCLASS"},
+                {(size_t)6 << 60, "6*2^60"}, {(size_t)1 << 62, "2^62"},    {kVast, "2^57"}};
+  for (const auto& k : kNamed) {
     size_t d = n > k.at ? n - k.at : k.at - n;
     if (d > 65536) continue;
-    if (d == 0) std::snprintf(buf, sizeof(buf), "%s", k.name);
-    else std::snprintf(buf, sizeof(buf), "%s%c%zu", k.name, n > k.at ? '+' : '-', d);
+    if (d == 0)
+      std::snprintf(buf, sizeof(buf), "%s", k.name);
+    else
+      std::snprintf(buf, sizeof(buf), "%s%c%zu", k.name, n > k.at ? '+' : '-', d);
     return buf;
   }
   std::snprintf(buf, sizeof(buf), "%zu", n);
@@ -128,7 +148,7 @@ const char *sym(size_t n, char (&buf)[48]) {
 }
 
 template <class T>
-int ctl_read(const char *name, T *v) {
+int ctl_read(const char* name, T* v) {
   size_t len = sizeof(T);
   return mallctl(name, v, &len, nullptr, 0);
 }
@@ -189,23 +209,23 @@ void pk_reset() {
 }
 
 /// Names the call about to run (for the crash report) and starts its counter deltas.
-void mark(const char *what = nullptr) {
+void mark(const char* what = nullptr) {
   jt::diff::mark(what);
   g_a0 = *g_ap, g_d0 = *g_dp;
 }
 
 // Records stats.zero_reallocs' move over this line.
-void zr_begin() {
-  g_zr = ctl_read("stats.zero_reallocs", &g_zr0) == 0;
-}
+void zr_begin() { g_zr = ctl_read("stats.zero_reallocs", &g_zr0) == 0; }
 
 /// Ends the line with the counter deltas since mark().
 void finish(bool bad) {
   unsigned long long da = *g_ap - g_a0, dd = *g_dp - g_d0;
   pk_feed(!g_diverge && !g_hide);
   g_pk.diverged |= g_diverge || g_hide;
-  if (g_hide) put(" | counters: not recorded");
-  else put(" | allocated+%llu deallocated+%llu", da, dd);
+  if (g_hide)
+    put(" | counters: not recorded");
+  else
+    put(" | allocated+%llu deallocated+%llu", da, dd);
   size_t zr = 0;
   if (g_zr && ctl_read("stats.zero_reallocs", &zr) == 0) put(" zero_reallocs+%zu", zr - g_zr0);
   g_hide = g_diverge = g_zr = false;
@@ -227,7 +247,7 @@ struct Flags {
 Flags make_flags(unsigned lg, bool zero, int tc, int ar) {
   Flags f{MALLOCX_LG_ALIGN(lg) | (zero ? MALLOCX_ZERO : 0), lg, zero, ""};
   size_t o = 0;
-  auto add = [&](const char *fmt, int v) {
+  auto add = [&](const char* fmt, int v) {
     o += std::snprintf(f.text + o, sizeof(f.text) - o, "%s", o ? "|" : "");
     o += std::snprintf(f.text + o, sizeof(f.text) - o, fmt, v);
   };
@@ -240,21 +260,23 @@ Flags make_flags(unsigned lg, bool zero, int tc, int ar) {
   return f;
 }
 
-int draw_tc(Rng &r) {
+int draw_tc(Rng& r) {
   unsigned u = (unsigned)r.below(100);
   return u < 60 ? -2 : u < 75 ? -1 : (int)r.below(kMade);
 }
 
-int draw_arena(Rng &r, unsigned pct) { return r.chance(pct) ? (int)r.below(kMade) : -1; }
+int draw_arena(Rng& r, unsigned pct) { return r.chance(pct) ? (int)r.below(kMade) : -1; }
 
 // Alignment for an allocation: none, up to a page, up to 64 MiB, or absurd (2^57..2^63).
-unsigned draw_lg(Rng &r) {
+unsigned draw_lg(Rng& r) {
   unsigned u = (unsigned)r.below(100);
-  return u < 55 ? 0 : u < 82 ? 1 + (unsigned)r.below(12) : u < 92 ? 13 + (unsigned)r.below(14)
-                                                                  : 57 + (unsigned)r.below(7);
+  return u < 55   ? 0
+         : u < 82 ? 1 + (unsigned)r.below(12)
+         : u < 92 ? 13 + (unsigned)r.below(14)
+                  : 57 + (unsigned)r.below(7);
 }
 
-Flags draw_alloc_flags(Rng &r) {
+Flags draw_alloc_flags(Rng& r) {
   unsigned lg = draw_lg(r);
   bool zero = r.chance(30);
   int tc = draw_tc(r);
@@ -264,7 +286,7 @@ Flags draw_alloc_flags(Rng &r) {
 // --- The live blocks. Each carries a stamp (bytes at sparse offsets, keyed per block) that
 // must survive until it is resized or freed.
 struct Slot {
-  unsigned char *p;
+  unsigned char* p;
   size_t req, usable, stamped;  // req >= 1: the smallest size sdallocx may be given
   unsigned lg;                  // the alignment sdallocx must be given
   uint64_t key;
@@ -281,13 +303,13 @@ unsigned char stamp_byte(uint64_t key, size_t i) {
 
 // The first and last 64 bytes, and one byte every 4093 in between (each page of a large block).
 template <class F>
-void each_stamp_offset(size_t n, F &&f) {
+void each_stamp_offset(size_t n, F&& f) {
   for (size_t i = 0; i < n; i = (i < 64 || i + 64 >= n) ? i + 1 : std::min(i + 4093, n - 64)) {
     f(i);
   }
 }
 
-void stamp(Slot &s) {
+void stamp(Slot& s) {
   s.key = ++g_nkeys * 0x2545f4914f6cdd1dull;
   s.stamped = std::min(s.req, kFeasible);
   each_stamp_offset(s.stamped, [&](size_t i) { s.p[i] = stamp_byte(s.key, i); });
@@ -295,7 +317,7 @@ void stamp(Slot &s) {
 
 // The first offset below lim where s's stamp is gone at p (where s's bytes are now), or
 // SIZE_MAX.
-size_t stamp_damage(const Slot &s, const unsigned char *p, size_t lim) {
+size_t stamp_damage(const Slot& s, const unsigned char* p, size_t lim) {
   size_t bad = SIZE_MAX;
   each_stamp_offset(s.stamped, [&](size_t i) {
     if (i < lim && bad == SIZE_MAX && p[i] != stamp_byte(s.key, i)) bad = i;
@@ -305,16 +327,18 @@ size_t stamp_damage(const Slot &s, const unsigned char *p, size_t lim) {
 
 // Appends " keep=ok", or the damaged offset; returns whether intact.
 bool put_keep(size_t damage) {
-  if (damage == SIZE_MAX) put(" keep=ok");
-  else put(" keep=BAD(offset %zu)", damage);
+  if (damage == SIZE_MAX)
+    put(" keep=ok");
+  else
+    put(" keep=BAD(offset %zu)", damage);
   return damage == SIZE_MAX;
 }
 
-bool check_stamp(const Slot &s, const unsigned char *p, size_t lim) {
+bool check_stamp(const Slot& s, const unsigned char* p, size_t lim) {
   return put_keep(stamp_damage(s, p, lim));
 }
 
-bool all_zero(const unsigned char *p, size_t from, size_t to) {
+bool all_zero(const unsigned char* p, size_t from, size_t to) {
   static const unsigned char kZero[1 << 16] = {};
   for (size_t n; from < to; from += n) {
     n = std::min(to - from, sizeof(kZero));
@@ -324,19 +348,23 @@ bool all_zero(const unsigned char *p, size_t from, size_t to) {
 }
 
 void put_errno(int e) {
-  if (e == ENOMEM) put(" errno=ENOMEM");
-  else if (e == EINVAL) put(" errno=EINVAL");
-  else if (e == kSentinel) put(" errno=kept");
-  else put(" errno=%d", e);
+  if (e == ENOMEM)
+    put(" errno=ENOMEM");
+  else if (e == EINVAL)
+    put(" errno=EINVAL");
+  else if (e == kSentinel)
+    put(" errno=kept");
+  else
+    put(" errno=%d", e);
 }
 
 // A block p just returned for a request of req bytes with alignment 2^lg: its usable size and
 // checks; stored in s with a fresh stamp. zero_from: the bytes from there to req must be zero
 // (SIZE_MAX: no promise); nflags: the flags nallocx(req, .) must give the usable size for (-1:
 // no such check). Returns whether a guarantee broke.
-bool store(Slot &s, void *p, size_t req, unsigned lg, size_t zero_from, int nflags) {
+bool store(Slot& s, void* p, size_t req, unsigned lg, size_t zero_from, int nflags) {
   bool bad = false;
-  auto *b = static_cast<unsigned char *>(p);
+  auto* b = static_cast<unsigned char*>(p);
   size_t u = sallocx(p, 0), mus = malloc_usable_size(p);
   put(" usable=%zu", u);
   if (mus != u) bad = true, put(" BAD(malloc_usable_size %zu)", mus);
@@ -360,14 +388,14 @@ bool store(Slot &s, void *p, size_t req, unsigned lg, size_t zero_from, int nfla
   return bad;
 }
 
-void head(int seq, const char *fn, const char *c1, const char *c2, int si) {
+void head(int seq, const char* fn, const char* c1, const char* c2, int si) {
   put("%05d call %s.%s%s%s | ", seq, fn, c1, c2 ? "." : "", c2 ? c2 : "");
   if (si >= 0) put("s%02d ", si);
 }
 
 // --- Allocating into an empty slot.
-void op_alloc(Rng &r, int seq, int si) {
-  Slot &s = g_slot[si];
+void op_alloc(Rng& r, int seq, int si) {
+  Slot& s = g_slot[si];
   unsigned u = (unsigned)r.below(100);
   char b1[48], b2[48];
   size_t n = draw_size(r, true), a = 0, zero_from = SIZE_MAX;
@@ -380,15 +408,23 @@ void op_alloc(Rng &r, int seq, int si) {
     put("size=%s", sym(n, b1));
     mark(), errno = kSentinel, p = malloc(n), e = errno;
   } else if (u < 26) {
-    static const size_t kOver[][2] = {
-        {SIZE_MAX, 2}, {2, SIZE_MAX}, {(size_t)1 << 32, (size_t)1 << 32},
-        {(size_t)1 << 33, (size_t)1 << 31}, {((size_t)1 << 63) + 1, 2}, {3, (size_t)1 << 62},
-        {(size_t)1 << 29, (size_t)1 << 28}, {PTRDIFF_MAX, 1}, {1, kMaxClass + 1},
-        {0, SIZE_MAX}, {SIZE_MAX, 0}, {SIZE_MAX, 1}, {65537, (size_t)1 << 48}};
+    static const size_t kOver[][2] = {{SIZE_MAX, 2},
+                                      {2, SIZE_MAX},
+                                      {(size_t)1 << 32, (size_t)1 << 32},
+                                      {(size_t)1 << 33, (size_t)1 << 31},
+                                      {((size_t)1 << 63) + 1, 2},
+                                      {3, (size_t)1 << 62},
+                                      {(size_t)1 << 29, (size_t)1 << 28},
+                                      {PTRDIFF_MAX, 1},
+                                      {1, kMaxClass + 1},
+                                      {0, SIZE_MAX},
+                                      {SIZE_MAX, 0},
+                                      {SIZE_MAX, 1},
+                                      {65537, (size_t)1 << 48}};
     static const size_t kNmemb[] = {0, 1, 1, 1, 2, 3, 5, 16, 100};
     size_t k = r.pick(kNmemb), m = draw_size(r, true);
     if (r.chance(15)) {  // a product that overflows, is 0 with a huge factor, or is absurd
-      const size_t *pr = kOver[r.below(sizeof(kOver) / sizeof(kOver[0]))];
+      const size_t* pr = kOver[r.below(sizeof(kOver) / sizeof(kOver[0]))];
       k = pr[0], m = pr[1];
     } else if (m <= kFeasible && k * m > (32u << 20)) {
       m = g_cls[r.below(classes_upto(kSmallMax))];
@@ -403,17 +439,23 @@ void op_alloc(Rng &r, int seq, int si) {
     a = draw_align(r);
     lg = lg_of(a);
     nflags = MALLOCX_LG_ALIGN(lg);
-    const char *fn = u < 34 ? "posix_memalign" : u < 40 ? "aligned_alloc" : u < 46 ? "memalign"
-                                                                                 : "valloc";
+    const char* fn = u < 34   ? "posix_memalign"
+                     : u < 40 ? "aligned_alloc"
+                     : u < 46 ? "memalign"
+                              : "valloc";
     if (u >= 46) a = 4096, lg = 12, nflags = MALLOCX_LG_ALIGN(12);
     head(seq, fn, cat(n), u < 46 ? acat(a) : nullptr, si);
     if (u < 46) put("align=%s ", sym(a, b1));
     put("size=%s", sym(n, b2));
     mark(), errno = kSentinel;
-    if (u < 34) is_pm = true, rc = posix_memalign(&pm_out, a, n), p = rc == 0 ? pm_out : nullptr;
-    else if (u < 40) p = aligned_alloc(a, n);
-    else if (u < 46) p = memalign(a, n);
-    else p = valloc(n);
+    if (u < 34)
+      is_pm = true, rc = posix_memalign(&pm_out, a, n), p = rc == 0 ? pm_out : nullptr;
+    else if (u < 40)
+      p = aligned_alloc(a, n);
+    else if (u < 46)
+      p = memalign(a, n);
+    else
+      p = valloc(n);
     e = errno;
   } else if (u < 55) {
     head(seq, "realloc_null", cat(n), nullptr, si);
@@ -446,9 +488,9 @@ void op_alloc(Rng &r, int seq, int si) {
 }
 
 // --- Freeing a slot: free, dallocx, sdallocx (with a size nallocx maps to the usable size).
-void op_free(Rng &r, int seq, int si, unsigned how) {
-  Slot &s = g_slot[si];
-  const char *fn = how == 0 ? "free" : how == 1 ? "dallocx" : "sdallocx";
+void op_free(Rng& r, int seq, int si, unsigned how) {
+  Slot& s = g_slot[si];
+  const char* fn = how == 0 ? "free" : how == 1 ? "dallocx" : "sdallocx";
   Flags f = make_flags(0, false, draw_tc(r), draw_arena(r, 15));
   size_t n = s.req;
   if (how == 2) {
@@ -464,16 +506,19 @@ void op_free(Rng &r, int seq, int si, unsigned how) {
   put("->");
   bool ok = check_stamp(s, s.p, SIZE_MAX);
   mark();
-  if (how == 0) free(s.p);
-  else if (how == 1) dallocx(s.p, f.bits);
-  else sdallocx(s.p, n, f.bits);
+  if (how == 0)
+    free(s.p);
+  else if (how == 1)
+    dallocx(s.p, f.bits);
+  else
+    sdallocx(s.p, n, f.bits);
   s.p = nullptr;
   finish(!ok);
 }
 
 // realloc(p, n) / realloc(p, 0) / rallocx: the result, whether the contents moved along.
-void op_resize(Rng &r, int seq, int si, unsigned how) {
-  Slot &s = g_slot[si];
+void op_resize(Rng& r, int seq, int si, unsigned how) {
+  Slot& s = g_slot[si];
   char b1[48];
   size_t n = how == 1 ? 0 : draw_size(r, false), old_usable = s.usable;
   Flags f = make_flags(0, false, -2, -1);
@@ -483,7 +528,7 @@ void op_resize(Rng &r, int seq, int si, unsigned how) {
   if (how == 2) put(" flags=%s", f.text);
   zr_begin(), mark();
   errno = kSentinel;
-  void *q = how == 2 ? rallocx(s.p, n, f.bits) : realloc(s.p, n);
+  void* q = how == 2 ? rallocx(s.p, n, f.bits) : realloc(s.p, n);
   int e = errno;
   if (q == nullptr) {
     put(" -> NULL");
@@ -492,25 +537,28 @@ void op_resize(Rng &r, int seq, int si, unsigned how) {
     return finish(!check_stamp(s, s.p, SIZE_MAX));    // a failure keeps the block
   }
   put(" -> ptr");
-  size_t damage = stamp_damage(s, static_cast<unsigned char *>(q), n);  // before the new stamp
+  size_t damage = stamp_damage(s, static_cast<unsigned char*>(q), n);  // before the new stamp
   bool bad = store(s, q, n, f.lg, f.zero ? old_usable : SIZE_MAX, how == 2 ? f.bits : 0);
   finish(!put_keep(damage) || bad);
 }
 
 // xallocx: the result, the real size after it, whether they agree; contents and zeroing.
-void op_xallocx(Rng &r, int seq, int si) {
-  Slot &s = g_slot[si];
+void op_xallocx(Rng& r, int seq, int si) {
+  Slot& s = g_slot[si];
   char b1[48], b2[48];
   size_t n = draw_size(r, false), old_usable = s.usable, extra = 0;
   // Large blocks shrink in place: often enough to see the counters move (both sides).
   if (old_usable > kSmallMax && r.chance(30)) n = old_usable / 2 + r.below(old_usable / 2);
   unsigned u = (unsigned)r.below(100);
-  if (u < 40) extra = 0;
-  else if (u < 55) extra = 1 + r.below(4096);
-  else if (u < 75) extra = draw_size(r, false);
+  if (u < 40)
+    extra = 0;
+  else if (u < 55)
+    extra = 1 + r.below(4096);
+  else if (u < 75)
+    extra = draw_size(r, false);
   else {
-    const size_t ex[] = {SIZE_MAX, SIZE_MAX - n, SIZE_MAX - n + 1, kMaxClass, kMaxClass - n,
-                         PTRDIFF_MAX};
+    const size_t ex[] = {SIZE_MAX,  SIZE_MAX - n,  SIZE_MAX - n + 1,
+                         kMaxClass, kMaxClass - n, PTRDIFF_MAX};
     extra = r.pick(ex);
   }
   // The alignment: none, the block's own, or one no address has. (Any other depends on where
@@ -518,8 +566,10 @@ void op_xallocx(Rng &r, int seq, int si) {
   unsigned v = (unsigned)r.below(100), lg = v < 70 ? 0 : v < 90 ? s.lg : 57 + (unsigned)r.below(7);
   Flags f = make_flags(lg, r.chance(30), r.chance(10) ? draw_tc(r) : -2, draw_arena(r, 10));
   head(seq, "xallocx", cat(n), nullptr, si);
-  const char *ex = extra == SIZE_MAX - n ? "SIZE_MAX-size" : extra == SIZE_MAX - n + 1
-                   ? "SIZE_MAX-size+1" : extra == kMaxClass - n ? "MAXCLASS-size" : sym(extra, b2);
+  const char* ex = extra == SIZE_MAX - n       ? "SIZE_MAX-size"
+                   : extra == SIZE_MAX - n + 1 ? "SIZE_MAX-size+1"
+                   : extra == kMaxClass - n    ? "MAXCLASS-size"
+                                               : sym(extra, b2);
   put("size=%s extra=%s flags=%s", sym(n, b1), ex, f.text);
   // Growing a large block in place succeeds when the pages after it are free: that depends on
   // where blocks happen to lie, which differs between two correct allocators. Such a call is
@@ -564,7 +614,7 @@ void op_xallocx(Rng &r, int seq, int si) {
 
 // sallocx / malloc_usable_size of a live block, and its stamp.
 void op_check(int seq, int si) {
-  Slot &s = g_slot[si];
+  Slot& s = g_slot[si];
   head(seq, "sallocx", cat(s.usable), nullptr, si);
   mark();
   size_t a = sallocx(s.p, 0), b = malloc_usable_size(s.p);
@@ -574,7 +624,7 @@ void op_check(int seq, int si) {
 }
 
 // Calls that need no block: nallocx, free(NULL), malloc_usable_size(NULL).
-void op_stateless(Rng &r, int seq) {
+void op_stateless(Rng& r, int seq) {
   unsigned u = (unsigned)r.below(100);
   char b1[48];
   if (u < 80) {
@@ -588,8 +638,10 @@ void op_stateless(Rng &r, int seq) {
   }
   head(seq, u < 90 ? "free" : "malloc_usable_size", "null", nullptr, -1);
   mark();
-  if (u < 90) free(nullptr), put("-> done");
-  else put("-> %zu", malloc_usable_size(nullptr));
+  if (u < 90)
+    free(nullptr), put("-> done");
+  else
+    put("-> %zu", malloc_usable_size(nullptr));
   finish(false);
 }
 
@@ -610,11 +662,16 @@ void op_peak(int seq) {
   bool in = (int64_t)peak >= lo && (int64_t)peak <= hi;
   bool bad = rc != 0 || !in || ta != a || td != d;
   put("-> rc=%d", rc);
-  if (!g_pk.diverged && lo == hi) put(" peak=+%llu", (unsigned long long)peak);
-  else put(" peak %s", in ? "in [current, max]" : "BAD(outside [current, max])");
-  if (!g_pk.valid) put(" model=n/a");
-  else if ((int64_t)peak == g_pk.max) put(" model=agrees");
-  else put(" model=DIFFERS(peak +%llu, model +%lld)", (unsigned long long)peak, (long long)g_pk.max);
+  if (!g_pk.diverged && lo == hi)
+    put(" peak=+%llu", (unsigned long long)peak);
+  else
+    put(" peak %s", in ? "in [current, max]" : "BAD(outside [current, max])");
+  if (!g_pk.valid)
+    put(" model=n/a");
+  else if ((int64_t)peak == g_pk.max)
+    put(" model=agrees");
+  else
+    put(" model=DIFFERS(peak +%llu, model +%lld)", (unsigned long long)peak, (long long)g_pk.max);
   if (ta != a || td != d) put(" BAD(thread.allocated/deallocated by name differ from *p)");
   if (r.chance(40) || g_pk.diverged || !g_pk.valid) {
     rc = mallctl("thread.peak.reset", nullptr, nullptr, nullptr, 0);
@@ -633,14 +690,22 @@ void op(int seq) {
   int si = (int)r.below(kSlots);
   if (g_slot[si].p == nullptr) return op_alloc(r, seq, si);
   unsigned u = (unsigned)r.below(100);
-  if (u < 10) op_free(r, seq, si, 0);
-  else if (u < 18) op_free(r, seq, si, 1);
-  else if (u < 30) op_free(r, seq, si, 2);
-  else if (u < 32) op_resize(r, seq, si, 1);
-  else if (u < 46) op_resize(r, seq, si, 0);
-  else if (u < 62) op_resize(r, seq, si, 2);
-  else if (u < 82) op_xallocx(r, seq, si);
-  else op_check(seq, si);
+  if (u < 10)
+    op_free(r, seq, si, 0);
+  else if (u < 18)
+    op_free(r, seq, si, 1);
+  else if (u < 30)
+    op_free(r, seq, si, 2);
+  else if (u < 32)
+    op_resize(r, seq, si, 1);
+  else if (u < 46)
+    op_resize(r, seq, si, 0);
+  else if (u < 62)
+    op_resize(r, seq, si, 2);
+  else if (u < 82)
+    op_xallocx(r, seq, si);
+  else
+    op_check(seq, si);
 }
 
 // Creates the arenas and tcaches the flags may name.
@@ -660,7 +725,8 @@ bool setup() {
     rc |= ctl_read("arenas.create", &g_arena[i]) | ctl_read("tcache.create", &g_tc[i]);
   }
   put("setup setup setup | classes=%d thread.allocatedp deallocatedp peak.reset, arenas.create "
-      "tcache.create x%d -> rc=%d", g_ncls, kMade, rc);
+      "tcache.create x%d -> rc=%d",
+      g_ncls, kMade, rc);
   finish(rc != 0 || g_ncls != 232);
   return rc == 0;
 }
@@ -696,7 +762,7 @@ void post(int seq) {
   mark();
   rc = jt::refresh_stats() ? 0 : -1;
   int i = 0;
-  for (const char *n : {"stats.allocated", "stats.active", "stats.resident", "stats.mapped"}) {
+  for (const char* n : {"stats.allocated", "stats.active", "stats.resident", "stats.mapped"}) {
     rc |= ctl_read(n, &st[i++]);
   }
   bool ok = rc == 0 && st[0] > 0 && st[0] <= st[1] && st[1] <= st[2] && st[1] <= st[3];
@@ -707,7 +773,7 @@ void post(int seq) {
 }
 
 // The whole stream; lines go to out (null: checks only). Returns false on a failure.
-bool run_stream(FILE *out) {
+bool run_stream(FILE* out) {
   jt::diff::begin(out);
   jt::diff::CrashReport crash_report;
   if (setup()) {
@@ -756,15 +822,25 @@ TEST(same_results_as_5_3_0) { jt::diff::compare_with_reference(kDocumented, kKno
 // effects on what the calls answer (zero_realloc:alloc: realloc(p, 0) hands out a block and
 // counts in stats.zero_reallocs). The stream stays deterministic under all of them: it records
 // no placement and no statistic but zero_reallocs and the thread's own counters.
-constexpr const char *kConfs[] = {
-    "zero_realloc:alloc", "junk:true", "zero:true", "tcache:false", "tcache_max:1024",
-    "lg_tcache_max:16", "narenas:1", "oversize_threshold:0", "oversize_threshold:1048576",
-    "retain:false", "dirty_decay_ms:0,muzzy_decay_ms:0", "slab_sizes:1-4096:1",
-    "bin_shards:1-14336:3", "lg_extent_max_active_fit:2", "percpu_arena:percpu",
-    "abort_conf:false,confirm_conf:false"};
+constexpr const char* kConfs[] = {"zero_realloc:alloc",
+                                  "junk:true",
+                                  "zero:true",
+                                  "tcache:false",
+                                  "tcache_max:1024",
+                                  "lg_tcache_max:16",
+                                  "narenas:1",
+                                  "oversize_threshold:0",
+                                  "oversize_threshold:1048576",
+                                  "retain:false",
+                                  "dirty_decay_ms:0,muzzy_decay_ms:0",
+                                  "slab_sizes:1-4096:1",
+                                  "bin_shards:1-14336:3",
+                                  "lg_extent_max_active_fit:2",
+                                  "percpu_arena:percpu",
+                                  "abort_conf:false,confirm_conf:false"};
 
 TEST(same_results_under_options) {
   jt::diff::compare_with_reference_under(kConfs, kDocumented, kKnownBugs);
 }
 
-int main(int argc, char **argv) { return jt::diff::main(argc, argv, run_stream); }
+int main(int argc, char** argv) { return jt::diff::main(argc, argv, run_stream); }

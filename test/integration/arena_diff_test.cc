@@ -1,22 +1,6 @@
 // arena_diff_test: a differential test of ARENA CHOICE and thread binding against jemalloc 5.3.0.
 //
-// Which arena serves a thread is specified behaviour (5.3.0's arena choice: least loaded automatic arena, MALLOCX_ARENA, thread.arena): a thread binds on
-// its first call to the automatic arena with the fewest bound threads, creating the first
-// uninitialized one instead when every initialized arena already has a thread; thread.arena
-// moves the binding; requests of at least oversize_threshold from a thread on automatic arenas
-// go to the huge arena (index narenas), while MALLOCX_ARENA and a manual thread.arena keep
-// theirs; percpu_arena makes the arena follow the CPU. Programs (TiKV, RocksDB users) rely on
-// these rules, so for the same sequence of thread creations, exits and calls both libraries must
-// report the same indices and per-arena thread counts.
 //
-// The stream (differential.h: run once per library in a child, MALLOC_CONF unset, records
-// compared line by line) drives worker threads ONE STEP AT A TIME: the main thread hands a
-// worker a command and waits for it to finish before the next, so nothing races. Each step
-// prints indices and counts, never addresses: a report is thread.arena, the arena
-// (arenas.lookup) of a small block from the thread cache, of a small block without it
-// (MALLOCX_TCACHE_NONE: straight from the arena chosen now) and of a 64 KiB block (above
-// tcache_max: never cached); `nthreads` lines are, after an epoch, arenas.narenas and
-// stats.arenas.<i>.nthreads of every index ('-': not initialized). Scenarios:
 //   spawn     the main thread and three workers created one after another, all kept alive;
 //   reuse     a worker exits, a new one comes (it takes the emptied arena);
 //   wrap      more threads than arenas (each new one picks the least loaded, lowest index);
@@ -27,15 +11,13 @@
 //             automatic threads, with MALLOCX_ARENA of an automatic and a manual arena, and
 //             thread.arena set to the huge arena itself;
 //   fork      fork in the main thread and in a worker: the child's thread.arena, its
-//             allocations, its nthreads, and a thread the child creates.
-// percpu (its own child per library, MALLOC_CONF=percpu_arena:percpu added to malloc_conf below;
-// run only when both libraries report opt.percpu_arena "percpu"): a worker pinned with
-// sched_setaffinity to the first allowed CPU, then the second (skipped with a note when fewer
-// than two are allowed), then back; thread.arena writes below and above the per-CPU range.
+//             allocations, its nthreads, and a thread the child creates. percpu (its own child per
+//             library, MALLOC_CONF=percpu_arena:percpu added to malloc_conf below; run only when
+//             both libraries report opt.percpu_arena "percpu"): a worker pinned with
+//             sched_setaffinity to the first allowed CPU, then the second (skipped with a note when
+//             fewer than two are allowed), then back; thread.arena writes below and above the
+//             per-CPU range.
 //
-// Differences are excused by kDocumented (doc/compat.md anchors) or listed in kKnownBugs (bugs
-// of this library, each to be removed with its fix); see the tables at the end. Skipped (77)
-// under run.sh's non-default MALLOC_CONF variants like the other differential tests.
 #include <sched.h>
 #include <semaphore.h>
 
@@ -43,12 +25,12 @@
 
 // Read by both libraries: four automatic arenas whatever the CPU count (huge arena = index 4),
 // decay off so no purging runs on a clock while threads wait.
-const char *malloc_conf = "narenas:4,dirty_decay_ms:-1,muzzy_decay_ms:-1";
+const char* malloc_conf = "narenas:4,dirty_decay_ms:-1,muzzy_decay_ms:-1";
 // Read by this library only (doc/compat.md#conf-2-conf-harder): with borrow_dirty (our default,
 // doc/compat.md#borrow-dirty) a fresh arena's first 64 KiB block is served from the dirty pages
 // another arena holds, so arenas.lookup names that arena; off, arenas serve their own threads
 // as in 5.3.0, which is what this test compares. options_test covers the borrowing.
-const char *malloc_conf_2_conf_harder = "borrow_dirty:false";
+const char* malloc_conf_2_conf_harder = "borrow_dirty:false";
 
 namespace {
 
@@ -58,14 +40,14 @@ using jt::diff::put;
 constexpr size_t kSmall = 64, kLarge = 65536;
 int g_seq;
 
-unsigned read_u(const char *name, int *rc) {
+unsigned read_u(const char* name, int* rc) {
   unsigned v = ~0u;
   size_t len = sizeof(v);
   *rc = mallctl(name, &v, &len, nullptr, 0);
   return v;
 }
 
-unsigned lookup(void *p) {
+unsigned lookup(void* p) {
   unsigned v = ~0u;
   size_t len = sizeof(v);
   if (p == nullptr || mallctl("arenas.lookup", &v, &len, &p, sizeof(p)) != 0) return ~0u;
@@ -73,18 +55,18 @@ unsigned lookup(void *p) {
 }
 
 // Starts a line: `SEQ arena NAME | `.
-void head(const char *name) { put("%03d arena %s | ", g_seq++, name); }
+void head(const char* name) { put("%03d arena %s | ", g_seq++, name); }
 
 void emit(bool bad);
 
 // thread.arena and where fresh blocks come from.
-void report(const char *name) {
+void report(const char* name) {
   head(name);
   int rc;
   unsigned ta = read_u("thread.arena", &rc);
-  void *s = malloc(kSmall);
-  void *n = mallocx(kSmall, MALLOCX_TCACHE_NONE);
-  void *l = malloc(kLarge);
+  void* s = malloc(kSmall);
+  void* n = mallocx(kSmall, MALLOCX_TCACHE_NONE);
+  void* l = malloc(kLarge);
   unsigned sa = lookup(s), na = lookup(n), la = lookup(l);
   put("-> thread.arena=%u small=%u small_nocache=%u large=%u", ta, sa, na, la);
   free(s);
@@ -94,7 +76,7 @@ void report(const char *name) {
 }
 
 // arenas.narenas and every index's nthreads, after an epoch.
-void nthreads(const char *name) {
+void nthreads(const char* name) {
   uint64_t e = 1;
   mallctl("epoch", nullptr, nullptr, &e, sizeof(e));
   head(name);
@@ -112,16 +94,16 @@ void nthreads(const char *name) {
 }
 
 // The arena that serves mallocx(size, flags) (freed at once).
-void where(const char *name, size_t size, int flags, const char *flagname) {
+void where(const char* name, size_t size, int flags, const char* flagname) {
   head(name);
-  void *p = mallocx(size, flags);
+  void* p = mallocx(size, flags);
   unsigned a = lookup(p);
   put("%zu %s -> arena=%u", size, flagname, a);
   if (p) dallocx(p, flags & ~MALLOCX_ZERO);
   finish(a == ~0u);
 }
 
-void write_thread_arena(const char *name, unsigned ind) {
+void write_thread_arena(const char* name, unsigned ind) {
   head(name);
   int rc = mallctl("thread.arena", nullptr, nullptr, &ind, sizeof(ind));
   int r2;
@@ -137,17 +119,17 @@ struct Worker {
   sem_t go, done;
   Cmd cmd;
   unsigned arg;
-  const char *name;
+  const char* name;
   bool alive;
 };
 Worker g_w[12];
 
-void do_fork(const char *name);
-void huge_steps(const char *name, unsigned manual);
+void do_fork(const char* name);
+void huge_steps(const char* name, unsigned manual);
 void pin(unsigned cpu);
 
-void *worker_main(void *arg) {
-  Worker *w = static_cast<Worker *>(arg);
+void* worker_main(void* arg) {
+  Worker* w = static_cast<Worker*>(arg);
   for (;;) {
     sem_wait(&w->go);
     switch (w->cmd) {
@@ -163,14 +145,14 @@ void *worker_main(void *arg) {
   }
 }
 
-void run(int k, Cmd c, const char *name, unsigned arg = 0) {
+void run(int k, Cmd c, const char* name, unsigned arg = 0) {
   g_w[k].cmd = c, g_w[k].arg = arg, g_w[k].name = name;
   sem_post(&g_w[k].go);
   sem_wait(&g_w[k].done);
 }
 
 // Creates worker k and has it report (its first allocation binds it).
-void start(int k, const char *name) {
+void start(int k, const char* name) {
   sem_init(&g_w[k].go, 0, 0);
   sem_init(&g_w[k].done, 0, 0);
   g_w[k].alive = pthread_create(&g_w[k].th, nullptr, worker_main, &g_w[k]) == 0;
@@ -185,7 +167,7 @@ void stop(int k) {
   g_w[k].alive = false;
 }
 
-void huge_steps(const char *name, unsigned manual) {
+void huge_steps(const char* name, unsigned manual) {
   char n[64];
   std::snprintf(n, sizeof(n), "%s.huge", name);
   where(n, 7 << 20, 0, "plain");
@@ -201,7 +183,7 @@ void huge_steps(const char *name, unsigned manual) {
 // again and exits. Its lines go to a shared buffer the parent prints after it ended (killed after
 // a second: a child that hangs still yields one line per step, "missing" for those it did not
 // reach, so the records keep their length and each difference is classified on its own).
-char *g_child_buf;  // while in a fork child: where finished lines go
+char* g_child_buf;  // while in a fork child: where finished lines go
 constexpr size_t kChildBuf = 1 << 14;
 constexpr int kChildLines = 4;
 
@@ -212,16 +194,16 @@ void emit(bool bad) {
   jt::diff::g_line[0] = '\0';
 }
 
-void do_fork(const char *name) {
+void do_fork(const char* name) {
   char n[64];
-  void *shm = mmap(nullptr, kChildBuf, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void* shm = mmap(nullptr, kChildBuf, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shm == MAP_FAILED) return;
   std::memset(shm, 0, kChildBuf);
   std::fflush(stdout);
   int seq0 = g_seq;
   pid_t pid = fork();
   if (pid == 0) {
-    g_child_buf = static_cast<char *>(shm);
+    g_child_buf = static_cast<char*>(shm);
     signal(SIGSEGV, SIG_DFL);  // the parent reports the status; no crash text on the record
     signal(SIGBUS, SIG_DFL);
     signal(SIGABRT, SIG_DFL);
@@ -239,9 +221,9 @@ void do_fork(const char *name) {
     if (us == 1000000) kill(pid, SIGKILL);
     usleep(500);
   }
-  char *p = static_cast<char *>(shm);
+  char* p = static_cast<char*>(shm);
   int lines = 0;
-  for (const char *l; (l = jt::diff::next_line(&p)) != nullptr && lines < kChildLines; lines++) {
+  for (const char* l; (l = jt::diff::next_line(&p)) != nullptr && lines < kChildLines; lines++) {
     put("%s", l);
     finish(false);
   }
@@ -265,7 +247,7 @@ void pin(unsigned cpu) {
   sched_yield();
 }
 
-unsigned create_manual(const char *name) {
+unsigned create_manual(const char* name) {
   head(name);
   unsigned m = ~0u;
   size_t len = sizeof(m);
@@ -275,7 +257,7 @@ unsigned create_manual(const char *name) {
   return m;
 }
 
-void destroy(const char *name, unsigned m) {
+void destroy(const char* name, unsigned m) {
   char key[64];
   std::snprintf(key, sizeof(key), "arena.%u.destroy", m);
   head(name);
@@ -283,7 +265,7 @@ void destroy(const char *name, unsigned m) {
   finish(false);
 }
 
-bool run_stream(FILE *out) {
+bool run_stream(FILE* out) {
   jt::diff::begin(out);
   g_seq = 0;
   jt::diff::CrashReport crash;
@@ -376,7 +358,7 @@ int percpu_main() {
   std::setvbuf(stdout, buf, _IOLBF, sizeof(buf));
   jt::diff::begin(stdout);
   char mode[32] = "?";
-  const char *s = nullptr;
+  const char* s = nullptr;
   size_t len = sizeof(s);
   if (mallctl("opt.percpu_arena", &s, &len, nullptr, 0) == 0 && s) {
     std::snprintf(mode, sizeof(mode), "%s", s);
@@ -449,14 +431,13 @@ TEST(stream_in_process) {
 TEST(same_arena_choice_as_5_3_0) { jt::diff::compare_with_reference(kDocumented, kKnownBugs); }
 
 TEST(same_percpu_arena_choice_as_5_3_0) {
-  const char *libs[2];
+  const char* libs[2];
   if (!jt::diff::libraries(libs)) return;
-  const char *args[] = {"--percpu", nullptr};
+  const char* args[] = {"--percpu", nullptr};
   for (int k = 0; k < 2; k++) {
     jt::diff::Spawned c;
     ASSERT_TRUE(jt::diff::spawn(&c, libs[k], args, "percpu_arena:percpu", true));
-    int st = jt::diff::collect(&c, g_pc[k], sizeof(g_pc[k]), g_pcerr[k], sizeof(g_pcerr[k]),
-                               20000);
+    int st = jt::diff::collect(&c, g_pc[k], sizeof(g_pc[k]), g_pcerr[k], sizeof(g_pcerr[k]), 20000);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
       FAIL_MSG("percpu child on %s: status %#x\n%s%s", libs[k], st, g_pc[k], g_pcerr[k]);
       return;
@@ -474,8 +455,7 @@ TEST(same_percpu_arena_choice_as_5_3_0) {
       FAIL_MSG("percpu outputs differ in length at line %d", lines);
       return;
     }
-    if (std::strcmp(a, b) == 0 ||
-        jt::diff::find(kDocumented, std::size(kDocumented), a, b) >= 0 ||
+    if (std::strcmp(a, b) == 0 || jt::diff::find(kDocumented, std::size(kDocumented), a, b) >= 0 ||
         jt::diff::find(kKnownBugs, std::size(kKnownBugs), a, b) >= 0) {
       continue;
     }
@@ -488,7 +468,7 @@ TEST(same_percpu_arena_choice_as_5_3_0) {
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "--percpu") == 0) return percpu_main();
   return jt::diff::main(argc, argv, run_stream);
 }

@@ -1,11 +1,10 @@
 // background_thread_test: purging threads through the public API (jemalloc 5.3.0's
-// background_thread option and mallctls). Switching them on with mallctl("background_thread") makes an idle process
-// return its dirty pages once dirty_decay_ms has passed, without any allocation activity; the
-// stats.background_thread.* counters move; switching off stops (joins) them; a fork() child
-// reports them off and works; MALLOC_CONF=background_thread:true starts them at init (checked
+// background_thread option and mallctls). Switching them on with mallctl("background_thread") makes
+// an idle process return its dirty pages once dirty_decay_ms has passed, without any allocation
+// activity; the stats.background_thread.* counters move; switching off stops (joins) them; a fork()
+// child reports them off and works; MALLOC_CONF=background_thread:true starts them at init (checked
 // in a re-executed copy of this program).
 //
-// Every test switches the threads off again before it returns.
 #define JT_NO_MAIN
 #include <dirent.h>
 #include <fcntl.h>
@@ -20,7 +19,7 @@ namespace {
 constexpr size_t kLarge = 64 * 1024;
 constexpr int kNLarge = 32;
 // Environment marker of the re-executed child (see malloc_conf_starts_threads).
-constexpr const char *kConfChildEnv = "JT_BG_CONF_CHILD";
+constexpr const char* kConfChildEnv = "JT_BG_CONF_CHILD";
 
 bool bg_enabled() {
   bool on = false;
@@ -53,10 +52,10 @@ size_t max_threads() {
 
 // Threads of this process named as jemalloc names its purging threads.
 int count_bg_threads() {
-  DIR *d = opendir("/proc/self/task");
+  DIR* d = opendir("/proc/self/task");
   if (d == nullptr) return -1;
   int n = 0;
-  while (dirent *e = readdir(d)) {
+  while (dirent* e = readdir(d)) {
     if (e->d_name[0] == '.') continue;
     char path[64];
     std::snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
@@ -116,7 +115,7 @@ uint64_t arena_dirty_purged(unsigned a) {
 
 // Frees kNLarge large blocks of arena a, bypassing the thread cache: their pages become dirty.
 bool make_dirty(unsigned a) {
-  void *ps[kNLarge];
+  void* ps[kNLarge];
   int flags = MALLOCX_ARENA(a) | MALLOCX_TCACHE_NONE;
   for (int i = 0; i < kNLarge; i++) {
     ps[i] = mallocx(kLarge, flags);
@@ -257,7 +256,7 @@ TEST(fork_child_has_them_off) {
     int bad = 0;
     if (bg_enabled()) bad |= 1;
     if (bg_stats().num_threads != 0) bad |= 2;
-    void *p = malloc(100000);
+    void* p = malloc(100000);
     if (p == nullptr) bad |= 4;
     free(p);
     // The child may start its own.
@@ -281,13 +280,13 @@ TEST(malloc_conf_starts_threads) {
   std::fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
-    const char *conf = std::getenv("MALLOC_CONF");
+    const char* conf = std::getenv("MALLOC_CONF");
     char buf[512];
     std::snprintf(buf, sizeof(buf), "%s%sbackground_thread:true", conf ? conf : "",
                   conf && *conf ? "," : "");
     setenv("MALLOC_CONF", buf, 1);
     setenv(kConfChildEnv, "1", 1);
-    char *argv[] = {const_cast<char *>("background_thread_test"), nullptr};
+    char* argv[] = {const_cast<char*>("background_thread_test"), nullptr};
     execv("/proc/self/exe", argv);
     _exit(127);
   }
@@ -303,13 +302,13 @@ namespace {
 // The re-executed child of malloc_conf_starts_threads: prints what is wrong, exits non-zero.
 int conf_child() {
   int bad = 0;
-  auto check = [&bad](bool ok, const char *what) {
+  auto check = [&bad](bool ok, const char* what) {
     if (!ok) {
       std::printf("conf child: %s\n", what);
       bad = 1;
     }
   };
-  void *p = malloc(10);  // initializes the library
+  void* p = malloc(10);  // initializes the library
   free(p);
   bool opt = false;
   check(jt::ctl_get("opt.background_thread", &opt) == 0 && opt, "opt.background_thread");
@@ -326,7 +325,7 @@ int conf_child() {
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (std::getenv(kConfChildEnv) != nullptr) return conf_child();
   return jt::run_all(argc, argv);
 }

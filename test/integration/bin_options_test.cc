@@ -20,7 +20,7 @@ constexpr unsigned kBin48 = 3;  // 48 bytes: three-page slabs of 256 regions by 
 
 int arena_flags(unsigned arena) { return MALLOCX_ARENA(arena) | MALLOCX_TCACHE_NONE; }
 
-size_t bin_stat(unsigned arena, unsigned bin, const char *leaf) {
+size_t bin_stat(unsigned arena, unsigned bin, const char* leaf) {
   jt::refresh_stats();
   char name[128];
   return arena_stat(arena, jt::ctl_name(name, "bins.%u.%s", bin, leaf));
@@ -47,13 +47,13 @@ unsigned new_arena() {
 
 // Geometry, then one region more than a 48-byte slab holds: how many slabs that took, and
 // whether the first slab's regions sit back to back from its start.
-void mode_slabs(const char *) {
+void mode_slabs(const char*) {
   emit_geometry(kBin8);
   emit_geometry(kBin48);
   uint32_t nregs = 0;
   jt::ctl_get("arenas.bin.3.nregs", &nregs);
   const unsigned a = new_arena();
-  void *blocks[600];
+  void* blocks[600];
   if (nregs + 1 > sizeof(blocks) / sizeof(blocks[0])) {
     FAIL_MSG("unexpected nregs %u", nregs);
     return;
@@ -62,7 +62,7 @@ void mode_slabs(const char *) {
   emit("slabs_for_nregs_plus_one", (long long)bin_stat(a, kBin48, "curslabs"));
   unsigned packed = 1;
   for (unsigned i = 1; i < nregs; i++) {
-    if ((char *)blocks[i] - (char *)blocks[0] == (ptrdiff_t)(i * 48)) packed++;
+    if ((char*)blocks[i] - (char*)blocks[0] == (ptrdiff_t)(i * 48)) packed++;
   }
   emit("first_slab_regions_in_order", packed);
   for (unsigned i = 0; i <= nregs; i++) dallocx(blocks[i], arena_flags(a));
@@ -71,11 +71,11 @@ void mode_slabs(const char *) {
 
 struct ThreadJob {
   unsigned arena;
-  void *p;
+  void* p;
 };
 
-void *shard_thread(void *arg) {
-  auto *job = static_cast<ThreadJob *>(arg);
+void* shard_thread(void* arg) {
+  auto* job = static_cast<ThreadJob*>(arg);
   free(malloc(1));  // the first allocation binds the thread to an automatic arena (and a shard)
   job->p = mallocx(8, arena_flags(job->arena));
   return nullptr;
@@ -84,13 +84,13 @@ void *shard_thread(void *arg) {
 // Two threads, one after the other, each binding to the (single) automatic arena and then
 // taking one 8-byte region from a manual arena: with one shard they share a slab, with two they
 // were dealt different shards (tickets 1 and 2 -- this thread took 0) and so different slabs.
-void mode_shards(const char *) {
+void mode_shards(const char*) {
   emit_geometry(kBin8);
   emit_geometry(kBin48);
   free(malloc(1));
   const unsigned a = new_arena();
   ThreadJob jobs[2] = {{a, nullptr}, {a, nullptr}};
-  for (ThreadJob &job : jobs) {
+  for (ThreadJob& job : jobs) {
     pthread_t t;
     if (pthread_create(&t, nullptr, shard_thread, &job) != 0) {
       FAIL_MSG("pthread_create failed");
@@ -104,7 +104,7 @@ void mode_shards(const char *) {
   emit("slabs", (long long)bin_stat(a, kBin8, "curslabs"));
   emit("nmalloc", (long long)bin_stat(a, kBin8, "nmalloc"));
   // Freed here, by a third thread: each region goes back to the bin it came from.
-  for (ThreadJob &job : jobs) dallocx(job.p, arena_flags(a));
+  for (ThreadJob& job : jobs) dallocx(job.p, arena_flags(a));
   emit("slabs_after_free", (long long)bin_stat(a, kBin8, "curslabs"));
   emit("ndalloc", (long long)bin_stat(a, kBin8, "ndalloc"));
 }
@@ -184,4 +184,4 @@ TEST(bin_shards_invalid_count_warns_and_keeps_one) {
   EXPECT_CHILD(c, "same_slab", kEq, 1);
 }
 
-int main(int argc, char **argv) { return run_main(argc, argv, kModes); }
+int main(int argc, char** argv) { return run_main(argc, argv, kModes); }

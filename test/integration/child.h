@@ -66,9 +66,9 @@ inline constexpr unsigned kAllArenas = 4096;  // MALLCTL_ARENAS_ALL
 inline char g_stdout_buf[1 << 14];
 
 /// Prints `key=v` on its own line of stdout (read by value() in the parent).
-inline void emit(const char *key, long long v) { std::printf("%s=%lld\n", key, v); }
+inline void emit(const char* key, long long v) { std::printf("%s=%lld\n", key, v); }
 /// Prints `key=v` with a text value ("(null)" for a null one); read by text_value().
-inline void emit_str(const char *key, const char *v) {
+inline void emit_str(const char* key, const char* v) {
   std::printf("%s=%s\n", key, v ? v : "(null)");
 }
 
@@ -80,7 +80,7 @@ inline unsigned thread_arena() {
 }
 
 /// The arena owning allocation p (arenas.lookup), UINT_MAX if the lookup fails.
-inline unsigned lookup_arena(const void *p) {
+inline unsigned lookup_arena(const void* p) {
   unsigned a = UINT_MAX;
   size_t len = sizeof(a);
   if (mallctl("arenas.lookup", &a, &len, &p, sizeof(p)) != 0) return UINT_MAX;
@@ -88,7 +88,7 @@ inline unsigned lookup_arena(const void *p) {
 }
 
 /// stats.arenas.<arena>.<leaf> as a size_t (0 when unreadable); refresh_stats() first.
-inline size_t arena_stat(unsigned arena, const char *leaf) {
+inline size_t arena_stat(unsigned arena, const char* leaf) {
   char name[128];
   size_t v = 0;
   ctl_get(ctl_name(name, "stats.arenas.%u.%s", arena, leaf), &v);
@@ -96,7 +96,7 @@ inline size_t arena_stat(unsigned arena, const char *leaf) {
 }
 
 /// stats.arenas.<arena>.<leaf> as a uint64_t counter (0 when unreadable).
-inline uint64_t arena_stat64(unsigned arena, const char *leaf) {
+inline uint64_t arena_stat64(unsigned arena, const char* leaf) {
   char name[128];
   uint64_t v = 0;
   ctl_get(ctl_name(name, "stats.arenas.%u.%s", arena, leaf), &v);
@@ -104,7 +104,7 @@ inline uint64_t arena_stat64(unsigned arena, const char *leaf) {
 }
 
 /// Runs the void control arena.<arena>.<what> (decay, purge...); true when it succeeded.
-inline bool arena_action(unsigned arena, const char *what) {
+inline bool arena_action(unsigned arena, const char* what) {
   char name[128];
   return mallctl(ctl_name(name, "arena.%u.%s", arena, what), nullptr, nullptr, nullptr, 0) == 0;
 }
@@ -113,17 +113,17 @@ inline bool arena_action(unsigned arena, const char *what) {
 inline void tcache_flush() { mallctl("thread.tcache.flush", nullptr, nullptr, nullptr, 0); }
 
 /// Writes one byte in every page of [p, p + n) so the pages are resident.
-inline void touch(void *p, size_t n) {
-  auto *b = static_cast<volatile unsigned char *>(p);
+inline void touch(void* p, size_t n) {
+  auto* b = static_cast<volatile unsigned char*>(p);
   for (size_t i = 0; i < n; i += 4096) b[i] = 1;
   if (n > 0) b[n - 1] = 1;
 }
 
 /// Bytes in [p, p + n) that differ from c (through volatile reads: p may have been freed, which
 /// is the point of the junk tests, so UBSan's object-size check is off here).
-__attribute__((no_sanitize("undefined"))) inline size_t count_not(const void *p, size_t n,
+__attribute__((no_sanitize("undefined"))) inline size_t count_not(const void* p, size_t n,
                                                                   unsigned char c) {
-  auto *b = static_cast<const volatile unsigned char *>(p);
+  auto* b = static_cast<const volatile unsigned char*>(p);
   size_t bad = 0;
   for (size_t i = 0; i < n; i++) bad += b[i] != c;
   return bad;
@@ -132,7 +132,7 @@ __attribute__((no_sanitize("undefined"))) inline size_t count_not(const void *p,
 /// Reads a /proc (or /sys) file into buf with plain system calls (no stdio: its buffer would
 /// come from the allocator under test and could take the very pages being looked for).
 /// Returns the length; buf is NUL-terminated (empty when the file cannot be read).
-inline size_t read_proc(const char *path, char *buf, size_t cap) {
+inline size_t read_proc(const char* path, char* buf, size_t cap) {
   buf[0] = '\0';
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
@@ -153,11 +153,11 @@ inline size_t read_proc(const char *path, char *buf, size_t cap) {
 inline char g_proc_buf[4 << 20];
 
 /// True when some line of /proc/self/maps covers addr.
-inline bool is_mapped(const void *addr) {
+inline bool is_mapped(const void* addr) {
   read_proc("/proc/self/maps", g_proc_buf, sizeof(g_proc_buf));
   uintptr_t a = (uintptr_t)addr;
-  for (char *line = g_proc_buf; *line != '\0';) {
-    char *end = std::strchr(line, '\n');
+  for (char* line = g_proc_buf; *line != '\0';) {
+    char* end = std::strchr(line, '\n');
     unsigned long lo = 0, hi = 0;
     if (std::sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo <= a && a < hi) return true;
     if (end == nullptr) break;
@@ -168,14 +168,14 @@ inline bool is_mapped(const void *addr) {
 
 /// Walks /proc/self/smaps: for each mapping, whether its VmFlags hold "hg" / "nh".  With
 /// addr != 0, only the mapping covering addr counts.  Returns the number of mappings seen.
-inline int smaps_flags(uintptr_t addr, int *nhg, int *nnh) {
+inline int smaps_flags(uintptr_t addr, int* nhg, int* nnh) {
   read_proc("/proc/self/smaps", g_proc_buf, sizeof(g_proc_buf));
   *nhg = 0;
   *nnh = 0;
   int seen = 0;
   bool in_range = false;
-  for (char *line = g_proc_buf; *line != '\0';) {
-    char *end = std::strchr(line, '\n');
+  for (char* line = g_proc_buf; *line != '\0';) {
+    char* end = std::strchr(line, '\n');
     if (end != nullptr) *end = '\0';
     unsigned long lo = 0, hi = 0;
     char dash = 0;
@@ -184,7 +184,7 @@ inline int smaps_flags(uintptr_t addr, int *nhg, int *nnh) {
       if (in_range) seen++;
     } else if (in_range && std::strncmp(line, "VmFlags:", 8) == 0) {
       // Flags are two-letter words separated by spaces.
-      for (const char *f = line + 8; *f != '\0'; f++) {
+      for (const char* f = line + 8; *f != '\0'; f++) {
         if (f[0] == ' ' && f[1] != '\0' && f[2] != '\0' && (f[3] == ' ' || f[3] == '\0')) {
           if (f[1] == 'h' && f[2] == 'g') (*nhg)++;
           if (f[1] == 'n' && f[2] == 'h') (*nnh)++;
@@ -206,8 +206,8 @@ inline bool thp_mode_is_madvise() {
 
 /// The mode every program has: one allocation, so the configuration is read (and any
 /// configuration message printed), then `ok=1`.  Other modes start by calling it.
-inline void mode_noop(const char *) {
-  void *p = malloc(100);
+inline void mode_noop(const char*) {
+  void* p = malloc(100);
   escape(p);
   free(p);
   emit("ok", 1);
@@ -215,13 +215,13 @@ inline void mode_noop(const char *) {
 
 /// A child mode: `PROGRAM --child name [arg]` runs fn(arg) (arg null when not given).
 struct Mode {
-  const char *name;
-  void (*fn)(const char *arg);
+  const char* name;
+  void (*fn)(const char* arg);
 };
 
 /// The child process's main: runs the mode named `mode` from modes[0, n).  Returns the exit
 /// status: 0, 1 (a check in the mode failed) or 2 (no such mode).
-inline int child_main(const Mode *modes, size_t n, const char *mode, const char *arg) {
+inline int child_main(const Mode* modes, size_t n, const char* mode, const char* arg) {
   // stdio's buffer must not come from the allocator: a child measures its caches.
   std::setvbuf(stdout, g_stdout_buf, _IOLBF, sizeof(g_stdout_buf));
   g_current = mode;
@@ -249,11 +249,11 @@ inline char g_err[8 << 20];
 
 /// What a finished child left: how it ended and its output.
 struct Child {
-  const char *what;  // "argv... [MALLOC_CONF=...]" for messages
+  const char* what;  // "argv... [MALLOC_CONF=...]" for messages
   int status;        // waitpid status; -1 if it never ran
   bool timed_out;
-  const char *out;   // stdout, NUL-terminated
-  const char *err;   // stderr, NUL-terminated
+  const char* out;  // stdout, NUL-terminated
+  const char* err;  // stderr, NUL-terminated
   size_t err_len;
 
   bool exited(int code) const {
@@ -269,13 +269,13 @@ inline char g_what[512];
 inline int g_child_timeout_ms = 60000;
 
 /// The basename of g_self: argv[0] for the children.
-inline const char *program_name() {
-  const char *slash = std::strrchr(g_self, '/');
+inline const char* program_name() {
+  const char* slash = std::strrchr(g_self, '/');
   return slash != nullptr ? slash + 1 : g_self;
 }
 
 /// Reads all of fd (from offset 0) into buf, NUL-terminated; returns the length.
-inline size_t slurp(int fd, char *buf, size_t cap) {
+inline size_t slurp(int fd, char* buf, size_t cap) {
   size_t n = 0;
   while (n + 1 < cap) {
     ssize_t r = pread(fd, buf + n, cap - 1 - n, (off_t)n);
@@ -288,7 +288,7 @@ inline size_t slurp(int fd, char *buf, size_t cap) {
 
 /// Runs `path argv...` with an environment holding only MALLOC_CONF=conf (none when conf is
 /// null) and the pass-through variables; waits up to g_child_timeout_ms, then kills it.
-inline Child run_program(const char *path, const char *const *argv, const char *conf) {
+inline Child run_program(const char* path, const char* const* argv, const char* conf) {
   Child c{g_what, -1, false, g_out, g_err, 0};
   size_t wl = 0;
   for (int i = 0; argv[i] != nullptr && wl < sizeof(g_what) - 1; i++) {
@@ -299,17 +299,17 @@ inline Child run_program(const char *path, const char *const *argv, const char *
   }
   g_out[0] = g_err[0] = '\0';
   static char env_conf[1024], env_preload[PATH_MAX + 16], env_ref[64];
-  const char *envp[4] = {};
+  const char* envp[4] = {};
   int ne = 0;
   if (conf != nullptr) {
     std::snprintf(env_conf, sizeof(env_conf), "MALLOC_CONF=%s", conf);
     envp[ne++] = env_conf;
   }
-  if (const char *pre = std::getenv("LD_PRELOAD"); pre != nullptr && *pre != '\0') {
+  if (const char* pre = std::getenv("LD_PRELOAD"); pre != nullptr && *pre != '\0') {
     std::snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", pre);
     envp[ne++] = env_preload;
   }
-  if (const char *ref = std::getenv("JT_REFERENCE"); ref != nullptr && *ref != '\0') {
+  if (const char* ref = std::getenv("JT_REFERENCE"); ref != nullptr && *ref != '\0') {
     std::snprintf(env_ref, sizeof(env_ref), "JT_REFERENCE=%s", ref);
     envp[ne++] = env_ref;
   }
@@ -327,7 +327,7 @@ inline Child run_program(const char *path, const char *const *argv, const char *
     dup2(efd, 2);
     rlimit no_core{0, 0};
     setrlimit(RLIMIT_CORE, &no_core);  // expected aborts leave no core files
-    execve(path, const_cast<char *const *>(argv), const_cast<char *const *>(envp));
+    execve(path, const_cast<char* const*>(argv), const_cast<char* const*>(envp));
     _exit(127);
   }
   if (pid < 0) {
@@ -358,13 +358,13 @@ inline Child run_program(const char *path, const char *const *argv, const char *
 }
 
 /// Prints the child's output (for a failure report), at most a few lines of each stream.
-inline void show(const Child &c) {
+inline void show(const Child& c) {
   std::printf("    child %s: status %#x%s\n", c.what, c.status, c.timed_out ? " (timed out)" : "");
   for (int s = 0; s < 2; s++) {
-    const char *text = s == 0 ? c.out : c.err;
+    const char* text = s == 0 ? c.out : c.err;
     int lines = 0;
-    for (const char *p = text; *p != '\0' && lines < 25; lines++) {
-      const char *e = std::strchr(p, '\n');
+    for (const char* p = text; *p != '\0' && lines < 25; lines++) {
+      const char* e = std::strchr(p, '\n');
       int len = e ? (int)(e - p) : (int)std::strlen(p);
       std::printf("    | %s %.*s\n", s == 0 ? "out" : "err", len, p);
       p = e ? e + 1 : p + len;
@@ -374,8 +374,8 @@ inline void show(const Child &c) {
 
 /// Runs `PROGRAM --child mode [arg]` under conf; fails the test (showing the output) unless
 /// the child exits 0.
-inline bool child(Child *c, const char *mode, const char *conf, const char *arg = nullptr) {
-  const char *argv[] = {program_name(), "--child", mode, arg, nullptr};
+inline bool child(Child* c, const char* mode, const char* conf, const char* arg = nullptr) {
+  const char* argv[] = {program_name(), "--child", mode, arg, nullptr};
   *c = run_program(g_self, argv, conf);
   if (c->exited(0)) return true;
   FAIL_MSG("child did not exit 0");
@@ -384,9 +384,9 @@ inline bool child(Child *c, const char *mode, const char *conf, const char *arg 
 }
 
 /// The integer the child printed as key=..., or LLONG_MIN (after recording a failure).
-inline long long value(const Child &c, const char *key) {
+inline long long value(const Child& c, const char* key) {
   size_t klen = std::strlen(key);
-  for (const char *p = c.out; p != nullptr && *p != '\0';) {
+  for (const char* p = c.out; p != nullptr && *p != '\0';) {
     if (std::strncmp(p, key, klen) == 0 && p[klen] == '=') {
       return std::strtoll(p + klen + 1, nullptr, 10);
     }
@@ -399,12 +399,12 @@ inline long long value(const Child &c, const char *key) {
 }
 
 /// The text after key= on its line (copied into buf), or "" when the child printed no key.
-inline const char *text_value(const Child &c, const char *key, char *buf, size_t cap) {
+inline const char* text_value(const Child& c, const char* key, char* buf, size_t cap) {
   size_t klen = std::strlen(key);
-  for (const char *p = c.out; p != nullptr && *p != '\0';) {
+  for (const char* p = c.out; p != nullptr && *p != '\0';) {
     if (std::strncmp(p, key, klen) == 0 && p[klen] == '=') {
-      const char *v = p + klen + 1;
-      const char *e = std::strchr(v, '\n');
+      const char* v = p + klen + 1;
+      const char* e = std::strchr(v, '\n');
       size_t n = e ? (size_t)(e - v) : std::strlen(v);
       if (n >= cap) n = cap - 1;
       std::memcpy(buf, v, n);
@@ -418,23 +418,23 @@ inline const char *text_value(const Child &c, const char *key, char *buf, size_t
 }
 
 /// Non-overlapping occurrences of needle in hay.
-inline int count(const char *hay, const char *needle) {
+inline int count(const char* hay, const char* needle) {
   int n = 0;
   size_t len = std::strlen(needle);
-  for (const char *p = std::strstr(hay, needle); p != nullptr; p = std::strstr(p + len, needle)) {
+  for (const char* p = std::strstr(hay, needle); p != nullptr; p = std::strstr(p + len, needle)) {
     n++;
   }
   return n;
 }
 
 /// Whether needle occurs in hay.
-inline bool contains(const char *hay, const char *needle) {
+inline bool contains(const char* hay, const char* needle) {
   return std::strstr(hay, needle) != nullptr;
 }
 
 /// Offset of needle in hay, or -1.
-inline long offset(const char *hay, const char *needle) {
-  const char *p = std::strstr(hay, needle);
+inline long offset(const char* hay, const char* needle) {
+  const char* p = std::strstr(hay, needle);
   return p ? (long)(p - hay) : -1;
 }
 
@@ -442,8 +442,7 @@ inline long offset(const char *hay, const char *needle) {
 /// (child_main).  Otherwise it reads /proc/self/exe into g_self, skips the program (77) under
 /// a non-default MALLOC_CONF unless JT_OPTIONS_ALL_VARIANTS=1, calls setup (when given: e.g.
 /// to locate a helper program next to g_self) and runs the tests (jt::run_all).
-inline int run_main(int argc, char **argv, const Mode *modes, size_t n,
-                    void (*setup)() = nullptr) {
+inline int run_main(int argc, char** argv, const Mode* modes, size_t n, void (*setup)() = nullptr) {
   if (argc >= 3 && std::strcmp(argv[1], "--child") == 0) {
     return child_main(modes, n, argv[2], argc >= 4 ? argv[3] : nullptr);
   }
@@ -456,8 +455,8 @@ inline int run_main(int argc, char **argv, const Mode *modes, size_t n,
   // The children choose their own configuration, so the runner's MALLOC_CONF variants would
   // only repeat the same runs (and, in conf_sources_test, re-create /etc/malloc.conf each
   // time): run under the default variant only.  JT_OPTIONS_ALL_VARIANTS=1 runs anyway.
-  const char *conf = std::getenv("MALLOC_CONF");
-  const char *all = std::getenv("JT_OPTIONS_ALL_VARIANTS");
+  const char* conf = std::getenv("MALLOC_CONF");
+  const char* all = std::getenv("JT_OPTIONS_ALL_VARIANTS");
   if (conf != nullptr && *conf != '\0' && (all == nullptr || *all != '1')) {
     if (!preflight()) return 1;
     std::printf("skipped: the children set their own MALLOC_CONF; the parent's changes nothing\n");
@@ -469,7 +468,7 @@ inline int run_main(int argc, char **argv, const Mode *modes, size_t n,
 
 /// run_main over a whole table of modes.
 template <size_t N>
-inline int run_main(int argc, char **argv, const Mode (&modes)[N], void (*setup)() = nullptr) {
+inline int run_main(int argc, char** argv, const Mode (&modes)[N], void (*setup)() = nullptr) {
   return run_main(argc, argv, modes, N, setup);
 }
 
@@ -477,12 +476,12 @@ inline int run_main(int argc, char **argv, const Mode (&modes)[N], void (*setup)
 
 /// Expects the child's value for key to satisfy OP (kEq, kLt...) against want; the message
 /// names the child.
-#define EXPECT_CHILD(c, key, OP, want)                                                  \
-  do {                                                                                  \
-    long long v_ = ::jt::subproc::value(c, key);                                        \
-    if (v_ != LLONG_MIN && !JT_OP(OP, v_, (want))) {                                    \
-      std::printf("    (%s, from child %s)\n", key, (c).what);                          \
-    }                                                                                   \
+#define EXPECT_CHILD(c, key, OP, want)                         \
+  do {                                                         \
+    long long v_ = ::jt::subproc::value(c, key);               \
+    if (v_ != LLONG_MIN && !JT_OP(OP, v_, (want))) {           \
+      std::printf("    (%s, from child %s)\n", key, (c).what); \
+    }                                                          \
   } while (0)
 
 #endif  // JT_CHILD_H_

@@ -28,7 +28,7 @@ namespace {
 // Child side (mode_noop is in child.h).
 
 // What opt.* reports for the keys the priority tests set.
-void mode_opts(const char *) {
+void mode_opts(const char*) {
   mode_noop(nullptr);
   unsigned u = 0;
   size_t sz = 0;
@@ -45,11 +45,11 @@ void mode_opts(const char *) {
 }
 
 // stats_interval: allocation traffic between two markers on stderr.
-void mode_interval(const char *) {
+void mode_interval(const char*) {
   mode_noop(nullptr);
   std::fprintf(stderr, "child: traffic starts\n");
   for (int i = 0; i < 16; i++) {
-    void *p = malloc(1 << 20);
+    void* p = malloc(1 << 20);
     touch(p, 4096);
     free(p);
   }
@@ -68,7 +68,7 @@ constexpr Mode kModes[] = {
 // Configuration errors and output.
 
 TEST(abort_conf_aborts_on_invalid_pair) {
-  const char *argv[] = {program_name(), "--child", "noop", nullptr};
+  const char* argv[] = {program_name(), "--child", "noop", nullptr};
   Child c = run_program(g_self, argv, "no_such_option:1");
   if (!EXPECT_TRUE(c.exited(0))) show(c);
   EXPECT_TRUE(contains(c.err, "<jemalloc>: Invalid conf pair: no_such_option:1\n"));
@@ -155,8 +155,8 @@ TEST(stats_interval_prints_during_run) {
   ASSERT_GT(stop, start);
   // Reports between the markers: the 16 MiB allocated cross the 1 MiB interval many times.
   int inside = 0;
-  const char *needle = "___ Begin jemalloc statistics ___";
-  for (const char *p = std::strstr(c.err, needle); p != nullptr; p = std::strstr(p + 1, needle)) {
+  const char* needle = "___ Begin jemalloc statistics ___";
+  for (const char* p = std::strstr(c.err, needle); p != nullptr; p = std::strstr(p + 1, needle)) {
     if (p - c.err > start && p - c.err < stop) inside++;
   }
   EXPECT_GE(inside, 4);
@@ -177,15 +177,15 @@ char g_helper[PATH_MAX];
 // The helper lies next to this program (run_main calls this once g_self is known).
 void find_helper() {
   std::snprintf(g_helper, sizeof(g_helper), "%s", g_self);
-  if (char *slash = std::strrchr(g_helper, '/'); slash != nullptr) {
+  if (char* slash = std::strrchr(g_helper, '/'); slash != nullptr) {
     std::snprintf(slash + 1, sizeof(g_helper) - (size_t)(slash + 1 - g_helper),
                   "malloc_conf_global");
   }
 }
 
 // Runs the malloc_conf_global helper under conf.
-bool helper(Child *c, const char *conf) {
-  const char *argv[] = {"malloc_conf_global", nullptr};
+bool helper(Child* c, const char* conf) {
+  const char* argv[] = {"malloc_conf_global", nullptr};
   *c = run_program(g_helper, argv, conf);
   if (c->exited(0)) return true;
   FAIL_MSG("helper did not exit 0");
@@ -193,10 +193,10 @@ bool helper(Child *c, const char *conf) {
   return false;
 }
 
-constexpr const char *kEtcConf = "/etc/malloc.conf";
+constexpr const char* kEtcConf = "/etc/malloc.conf";
 // Only keys without any effect while the HPA is off: every jemalloc process started while the
 // link exists (other test runs on the machine included) reads it too.
-constexpr const char *kEtcTarget = "hpa_min_purge_interval_ms:200,hpa_hugify_delay_ms:12345";
+constexpr const char* kEtcTarget = "hpa_min_purge_interval_ms:200,hpa_hugify_delay_ms:12345";
 
 volatile sig_atomic_t g_etc_linked = 0;
 
@@ -209,7 +209,7 @@ void etc_signal(int sig) {
 
 // Points /etc/malloc.conf at kEtcTarget only while fn runs.  Returns false (with the reason in
 // why) when the test may not do it.
-bool with_etc_malloc_conf(void (*fn)(), char *why, size_t cap) {
+bool with_etc_malloc_conf(void (*fn)(), char* why, size_t cap) {
   struct stat st;
   if (geteuid() != 0) {
     std::snprintf(why, cap, "needs root to create %s", kEtcConf);
@@ -246,12 +246,12 @@ Child g_etc_runs[4];
 char g_etc_out[4][1024];
 
 void etc_runs() {
-  const char *self_argv[] = {program_name(), "--child", "opts", nullptr};
-  const char *helper_argv[] = {"malloc_conf_global", nullptr};
+  const char* self_argv[] = {program_name(), "--child", "opts", nullptr};
+  const char* helper_argv[] = {"malloc_conf_global", nullptr};
   for (int i = 0; i < 4; i++) {
-    const char *conf = i % 2 == 0 ? nullptr : "hpa_min_purge_interval_ms:300";
-    Child c = i < 2 ? run_program(g_self, self_argv, conf)
-                    : run_program(g_helper, helper_argv, conf);
+    const char* conf = i % 2 == 0 ? nullptr : "hpa_min_purge_interval_ms:300";
+    Child c =
+        i < 2 ? run_program(g_self, self_argv, conf) : run_program(g_helper, helper_argv, conf);
     std::snprintf(g_etc_out[i], sizeof(g_etc_out[i]), "%s", c.out);
     g_etc_runs[i] = c;
     g_etc_runs[i].out = g_etc_out[i];
@@ -262,9 +262,8 @@ void etc_runs() {
 }  // namespace
 
 TEST(conf_source_builtin) {
-  const char *builtin = nullptr;
-  if (jt::ctl_get("config.malloc_conf", &builtin) != 0 || builtin == nullptr ||
-      *builtin == '\0') {
+  const char* builtin = nullptr;
+  if (jt::ctl_get("config.malloc_conf", &builtin) != 0 || builtin == nullptr || *builtin == '\0') {
     SKIP_TEST("the library was built without --with-malloc-conf");
   }
   Child c;
@@ -304,7 +303,7 @@ TEST(conf_source_global_malloc_conf) {
 TEST(conf_source_etc_malloc_conf) {
   char why[256];
   if (!with_etc_malloc_conf(etc_runs, why, sizeof(why))) SKIP_TEST("%s", why);
-  for (const Child &c : g_etc_runs) {
+  for (const Child& c : g_etc_runs) {
     if (!EXPECT_TRUE(c.exited(0))) show(c);
   }
   if (jt::failed()) return;
@@ -336,4 +335,4 @@ TEST_COMPAT(conf_source_conf_harder_overrides_env, "conf-2-conf-harder") {
   EXPECT_CHILD(c, "opt_narenas", kEq, 5);  // keys it does not name keep MALLOC_CONF's value
 }
 
-int main(int argc, char **argv) { return run_main(argc, argv, kModes, find_helper); }
+int main(int argc, char** argv) { return run_main(argc, argv, kModes, find_helper); }

@@ -95,24 +95,26 @@ struct Rng {
   uint64_t below(uint64_t n) { return n ? next() % n : 0; }
   bool chance(unsigned pct) { return below(100) < pct; }
   template <class T, size_t N>
-  T pick(const T (&a)[N]) { return a[below(N)]; }
+  T pick(const T (&a)[N]) {
+    return a[below(N)];
+  }
 };
 
-inline FILE *g_out;             // the record (stdout of a --record child), or null: checks only
+inline FILE* g_out;             // the record (stdout of a --record child), or null: checks only
 inline int g_failures;          // lines that showed a broken guarantee
 inline char g_line[2048];       // the line in progress
 inline char g_crash_ctx[2050];  // the call in progress, for the crash report
 
 /// Starts a stream: finished lines go to out (null: only failures are reported, in-process).
-inline void begin(FILE *out) {
+inline void begin(FILE* out) {
   g_out = out;
   g_failures = 0;
   g_line[0] = '\0';
 }
 
 /// Appends printf-style text to the line in progress.
-inline void put(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-inline void put(const char *fmt, ...) {
+inline void put(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+inline void put(const char* fmt, ...) {
   size_t o = std::strlen(g_line);
   va_list ap;
   va_start(ap, fmt);
@@ -121,9 +123,9 @@ inline void put(const char *fmt, ...) {
 }
 
 /// Appends s in double quotes, bytes outside printable ASCII (and quote, backslash) as \xNN.
-inline void put_escaped(const char *s) {
+inline void put_escaped(const char* s) {
   put("\"");
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+  for (const unsigned char* p = (const unsigned char*)s; *p; p++) {
     put(*p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\' ? "\\x%02x" : "%c", *p);
   }
   put("\"");
@@ -132,13 +134,15 @@ inline void put_escaped(const char *s) {
 /// Ends the line: prints it (record mode), or reports it as a failure when bad (in-process).
 inline void finish(bool bad) {
   g_failures += bad;
-  if (g_out != nullptr) std::fprintf(g_out, "%s\n", g_line);
-  else if (bad) FAIL_MSG("%s", g_line);
+  if (g_out != nullptr)
+    std::fprintf(g_out, "%s\n", g_line);
+  else if (bad)
+    FAIL_MSG("%s", g_line);
   g_line[0] = '\0';
 }
 
 /// Names the call about to run for the crash report: the line so far, or what.
-inline void mark(const char *what = nullptr) {
+inline void mark(const char* what = nullptr) {
   std::snprintf(g_crash_ctx, sizeof(g_crash_ctx), "%s", what ? what : g_line);
 }
 
@@ -173,18 +177,20 @@ struct CrashReport {
 /// keeps the entry from applying (or null); why: the doc/compat.md anchor, or the bug; conf:
 /// the MALLOC_CONF variant it is confined to (exact string; null: every run, the default one
 /// included).  Four-field initializers leave conf null.
-struct Excl { const char *glob, *args, *unless, *why, *conf = nullptr; };
+struct Excl {
+  const char *glob, *args, *unless, *why, *conf = nullptr;
+};
 
 /// The MALLOC_CONF variant being compared (null: the default run); Excl::conf is matched with it.
-inline const char *g_variant;
+inline const char* g_variant;
 
 /// Whether x may apply in the run being compared (its conf, if any, is that run's variant).
-inline bool in_scope(const Excl &x) {
+inline bool in_scope(const Excl& x) {
   return x.conf == nullptr || (g_variant != nullptr && std::strcmp(x.conf, g_variant) == 0);
 }
 
 /// Whether s matches pattern p, where '*' matches any run of characters (dots included).
-inline bool glob(const char *p, const char *s) {
+inline bool glob(const char* p, const char* s) {
   if (*p == '\0') return *s == '\0';
   if (*p == '*') return glob(p + 1, s) || (*s != '\0' && glob(p, s + 1));
   return *s == *p && glob(p + 1, s + 1);
@@ -192,10 +198,10 @@ inline bool glob(const char *p, const char *s) {
 
 /// The index of the entry of tab[0..n) that excuses the differing lines a (ours) and b, or -1.
 /// Null globs are skipped (they only keep a table non-empty).
-inline int find(const Excl *tab, size_t n, const char *a, const char *b) {
+inline int find(const Excl* tab, size_t n, const char* a, const char* b) {
   char ca[256], cb[256];
   for (int k = 0; k < 2; k++) {  // the canonical name: the third field
-    const char *p = std::strchr(k ? b : a, ' ');
+    const char* p = std::strchr(k ? b : a, ' ');
     p = p ? std::strchr(p + 1, ' ') : nullptr;
     std::snprintf(k ? cb : ca, 256, "%.*s", p ? (int)std::strcspn(p + 1, " ") : 0, p ? p + 1 : "");
   }
@@ -213,8 +219,8 @@ inline int find(const Excl *tab, size_t n, const char *a, const char *b) {
 
 /// The index of the entry of tab[0..n) that matches the single line `line` (ours: printed by
 /// this library; `unless` applies only then), or -1.  The same rules as find() for one line.
-inline int find_one(const Excl *tab, size_t n, const char *line, bool ours) {
-  const char *p = std::strchr(line, ' ');
+inline int find_one(const Excl* tab, size_t n, const char* line, bool ours) {
+  const char* p = std::strchr(line, ' ');
   p = p ? std::strchr(p + 1, ' ') : nullptr;
   char name[256];
   std::snprintf(name, sizeof(name), "%.*s", p ? (int)std::strcspn(p + 1, " ") : 0, p ? p + 1 : "");
@@ -246,7 +252,7 @@ struct Spawned {
 /// but NUL, up to 64 KiB).  Its stdout goes to a memfd, its stderr too when capture_err.  False
 /// when it did not start (nothing to collect).  Children of several spawn() calls may run at
 /// once; each is collected once.
-inline bool spawn(Spawned *c, const char *lib, const char *const *args, const char *conf,
+inline bool spawn(Spawned* c, const char* lib, const char* const* args, const char* conf,
                   bool capture_err) {
   static char env_pre[PATH_MAX + 16], env_lib[PATH_MAX + 16], env_conf[(64 << 10) + 16];
   const char *envp[4] = {env_pre, env_lib, nullptr, nullptr}, *argv[16] = {g_self};
@@ -275,7 +281,7 @@ inline bool spawn(Spawned *c, const char *lib, const char *const *args, const ch
   if (c->pid == 0) {
     dup2(c->out, 1);
     if (capture_err) dup2(c->err, 2);
-    execve(g_self, const_cast<char *const *>(argv), const_cast<char *const *>(envp));
+    execve(g_self, const_cast<char* const*>(argv), const_cast<char* const*>(envp));
     _exit(127);
   }
   if (c->pid < 0) {
@@ -288,7 +294,7 @@ inline bool spawn(Spawned *c, const char *lib, const char *const *args, const ch
 
 /// Copies what the memfd holds into buf (NUL-terminated, cut at cap - 1 bytes); returns the
 /// length.  cap 0: nothing.
-inline size_t read_memfd(int fd, char *buf, size_t cap) {
+inline size_t read_memfd(int fd, char* buf, size_t cap) {
   size_t n = 0;
   for (ssize_t r; cap > 0 && n + 1 < cap && (r = pread(fd, buf + n, cap - 1 - n, n)) > 0;) {
     n += r;
@@ -300,8 +306,7 @@ inline size_t read_memfd(int fd, char *buf, size_t cap) {
 /// Waits for a spawned child (killed after timeout_ms), reads its stdout into out and its
 /// stderr, when captured, into err (both NUL-terminated, cut at cap - 1 bytes; err may be null
 /// when not captured), closes the memfds.  Returns the wait status.
-inline int collect(Spawned *c, char *out, size_t outcap, char *err, size_t errcap,
-                   int timeout_ms) {
+inline int collect(Spawned* c, char* out, size_t outcap, char* err, size_t errcap, int timeout_ms) {
   int st = -1;
   for (long us = 0; waitpid(c->pid, &st, WNOHANG) != c->pid; us += 200) {
     if (us > (long)timeout_ms * 1000) kill(c->pid, SIGKILL);
@@ -321,8 +326,8 @@ inline int collect(Spawned *c, char *out, size_t outcap, char *err, size_t errca
 
 /// Runs `g_self --record` with LD_PRELOAD=lib and MALLOC_CONF=conf (null: unset); its stdout
 /// into buf (its stderr is the parent's).  Returns the wait status (-1 if it never ran).
-inline int record_child(const char *lib, char *buf, size_t cap, const char *conf = nullptr) {
-  const char *args[] = {"--record", nullptr};
+inline int record_child(const char* lib, char* buf, size_t cap, const char* conf = nullptr) {
+  const char* args[] = {"--record", nullptr};
   Spawned c;
   buf[0] = '\0';
   if (!spawn(&c, lib, args, conf, false)) return -1;
@@ -331,8 +336,8 @@ inline int record_child(const char *lib, char *buf, size_t cap, const char *conf
 
 /// Records the stream on both libraries under MALLOC_CONF=conf, the two children at once, into
 /// g_outbuf[0] (libs[0]) and g_outbuf[1]; their wait statuses into st (-1: never ran).
-inline void record_pair(const char *const libs[2], const char *conf, int st[2]) {
-  const char *args[] = {"--record", nullptr};
+inline void record_pair(const char* const libs[2], const char* conf, int st[2]) {
+  const char* args[] = {"--record", nullptr};
   Spawned c[2];
   for (int k = 0; k < 2; k++) {
     g_outbuf[k][0] = '\0';
@@ -344,7 +349,7 @@ inline void record_pair(const char *const libs[2], const char *conf, int st[2]) 
 }
 
 /// The next line of the text at *p (cut in place), or null at its end.
-inline const char *next_line(char **p) {
+inline const char* next_line(char** p) {
   char *s = *p, *e = std::strchr(s, '\n');
   if (*s == '\0') return nullptr;
   *p = e ? (*e = '\0', e + 1) : s + std::strlen(s);
@@ -352,21 +357,21 @@ inline const char *next_line(char **p) {
 }
 
 /// The file mallctl comes from (resolved), or "".
-inline const char *library_file() {
+inline const char* library_file() {
   static char path[PATH_MAX];
   Dl_info info;
-  void *addr = dlsym(RTLD_DEFAULT, "mallctl");
+  void* addr = dlsym(RTLD_DEFAULT, "mallctl");
   if (!addr || !dladdr(addr, &info) || !realpath(info.dli_fname, path)) path[0] = '\0';
   return path;
 }
 
-using StreamFn = bool (*)(FILE *out);
+using StreamFn = bool (*)(FILE* out);
 
 /// --record: the stream, on the library DIFF_LIB names; its lines on stdout.
 inline int record_main(StreamFn run) {
   static char buf[1 << 16], want[PATH_MAX];
   std::setvbuf(stdout, buf, _IOLBF, sizeof(buf));
-  const char *lib = std::getenv("DIFF_LIB");
+  const char* lib = std::getenv("DIFF_LIB");
   if (lib && (!realpath(lib, want) || std::strcmp(library_file(), want) != 0)) {
     std::printf("FAIL: mallctl comes from %s, not %s\n", library_file(), lib);
     return 2;
@@ -377,9 +382,9 @@ inline int record_main(StreamFn run) {
 /// The two libraries a comparison runs: libs[0] this one (the file mallctl comes from), libs[1]
 /// the reference (REF_LIB, default Debian's 5.3.0), both resolved.  False when there is nothing
 /// to compare: the test is then marked skipped (or failed) and the caller returns.
-inline bool libraries(const char *libs[2]) {
+inline bool libraries(const char* libs[2]) {
   static char ours[PATH_MAX], refp[PATH_MAX];
-  const char *ref = std::getenv("REF_LIB");
+  const char* ref = std::getenv("REF_LIB");
   if (ref == nullptr) ref = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
   std::snprintf(ours, sizeof(ours), "%s", library_file());
   if (is_reference()) {
@@ -402,7 +407,7 @@ inline bool libraries(const char *libs[2]) {
 /// Compares the records in g_outbuf (ours, 5.3.0) recorded under conf (null: the default
 /// run): prints the first 30 unexplained differences and notes the excused ones; returns the
 /// number of unexplained differences (-1: the records differ in length).
-inline int compare_records(const char *conf, const Excl *doc, size_t ndoc, const Excl *bugs,
+inline int compare_records(const char* conf, const Excl* doc, size_t ndoc, const Excl* bugs,
                            size_t nbugs) {
   constexpr size_t kMaxExcl = 64;
   const char *in = conf ? " under MALLOC_CONF=" : "", *cs = conf ? conf : "";
@@ -417,8 +422,8 @@ inline int compare_records(const char *conf, const Excl *doc, size_t ndoc, const
     int d = -1, k = -1;
     if (a == nullptr && b == nullptr) break;
     if (a == nullptr || b == nullptr) {
-      FAIL_MSG("the outputs%s%s differ in length at line %d:\n    ours:  %s\n    5.3.0: %s", in,
-               cs, nlines, a ? a : "(end)", b ? b : "(end)");
+      FAIL_MSG("the outputs%s%s differ in length at line %d:\n    ours:  %s\n    5.3.0: %s", in, cs,
+               nlines, a ? a : "(end)", b ? b : "(end)");
       unexplained = -1;
       break;
     }
@@ -437,10 +442,11 @@ inline int compare_records(const char *conf, const Excl *doc, size_t ndoc, const
        conf ? ": " : "", nlines, same, unexplained < 0 ? 0 : unexplained);
   for (size_t i = 0; i < ndoc + nbugs; i++) {
     bool is_doc = i < ndoc;
-    const Excl &x = is_doc ? doc[i] : bugs[i - ndoc];
+    const Excl& x = is_doc ? doc[i] : bugs[i - ndoc];
     int n = is_doc ? count[i] : count[kMaxExcl + i - ndoc];
-    if (n) note("  %d %s: %s%s%s (%s)", n, is_doc ? "documented" : "KNOWN BUG", x.glob,
-                x.args ? " with " : "", x.args ? x.args : "", x.why);
+    if (n)
+      note("  %d %s: %s%s%s (%s)", n, is_doc ? "documented" : "KNOWN BUG", x.glob,
+           x.args ? " with " : "", x.args ? x.args : "", x.why);
   }
   if (unexplained > 0) {
     FAIL_MSG("%d lines differ from 5.3.0%s%s (at most 30 shown)", unexplained, in, cs);
@@ -449,14 +455,14 @@ inline int compare_records(const char *conf, const Excl *doc, size_t ndoc, const
 }
 
 /// Whether both record runs ended well (status 0); else a failure showing the last lines.
-inline bool records_ok(const char *const libs[2], const int st[2], const char *conf) {
-  const char *who[2] = {"ours", "5.3.0"};
+inline bool records_ok(const char* const libs[2], const int st[2], const char* conf) {
+  const char* who[2] = {"ours", "5.3.0"};
   bool ok = true;
   for (int k = 0; k < 2; k++) {
     if (std::strlen(g_outbuf[k]) + 1 >= sizeof(g_outbuf[k])) FAIL_MSG("output buffer too small");
     if (WIFEXITED(st[k]) && WEXITSTATUS(st[k]) == 0) continue;
     // On 5.3.0: the stream did something it cannot take, or it broke a guard. See the output.
-    const char *p = g_outbuf[k] + std::strlen(g_outbuf[k]);
+    const char* p = g_outbuf[k] + std::strlen(g_outbuf[k]);
     for (int lines = 0; p > g_outbuf[k] && lines < 4; p--) lines += p[-1] == '\n';
     FAIL_MSG("the record run on %s (%s)%s%s ended with status %#x; its last lines:\n%s", who[k],
              libs[k], conf ? " under MALLOC_CONF=" : "", conf ? conf : "", st[k], p);
@@ -467,9 +473,8 @@ inline bool records_ok(const char *const libs[2], const int st[2], const char *c
 
 /// The body of a test: records the stream on this library and on the reference (MALLOC_CONF
 /// unset), compares.
-inline void compare_with_reference(const Excl *doc, size_t ndoc, const Excl *bugs,
-                                   size_t nbugs) {
-  const char *libs[2];
+inline void compare_with_reference(const Excl* doc, size_t ndoc, const Excl* bugs, size_t nbugs) {
+  const char* libs[2];
   int st[2];
   if (!libraries(libs)) return;
   for (int k = 0; k < 2; k++) st[k] = record_child(libs[k], g_outbuf[k], sizeof(g_outbuf[k]));
@@ -482,9 +487,9 @@ inline void compare_with_reference(const Excl *doc, size_t ndoc, const Excl *bug
 /// records as compare_with_reference does; Excl entries with a conf apply only under that
 /// variant.  Every variant runs even when an earlier one failed; the failures name the variant,
 /// and a last note lists the variants that failed.
-inline void compare_with_reference_under(const char *const *confs, size_t n, const Excl *doc,
-                                         size_t ndoc, const Excl *bugs, size_t nbugs) {
-  const char *libs[2];
+inline void compare_with_reference_under(const char* const* confs, size_t n, const Excl* doc,
+                                         size_t ndoc, const Excl* bugs, size_t nbugs) {
+  const char* libs[2];
   static char failed[4096];
   size_t nfailed = 0;
   failed[0] = '\0';
@@ -504,7 +509,7 @@ inline void compare_with_reference_under(const char *const *confs, size_t n, con
 }
 
 template <size_t V, size_t N, size_t M>
-inline void compare_with_reference_under(const char *const (&confs)[V], const Excl (&doc)[N],
+inline void compare_with_reference_under(const char* const (&confs)[V], const Excl (&doc)[N],
                                          const Excl (&bugs)[M]) {
   compare_with_reference_under(confs, V, doc, N, bugs, M);
 }
@@ -516,7 +521,7 @@ inline void compare_with_reference(const Excl (&doc)[N], const Excl (&bugs)[M]) 
 
 /// The program's main: --record dispatch (run null: the program has no stream), the variant
 /// skip, then the registered tests.
-inline int main(int argc, char **argv, StreamFn run) {
+inline int main(int argc, char** argv, StreamFn run) {
   if (run != nullptr && argc >= 2 && std::strcmp(argv[1], "--record") == 0) {
     return record_main(run);
   }
@@ -524,8 +529,9 @@ inline int main(int argc, char **argv, StreamFn run) {
   // always); the children set their own anyway.
   const char *conf = std::getenv("MALLOC_CONF"), *all = std::getenv("JT_OPTIONS_ALL_VARIANTS");
   if (conf != nullptr && *conf != '\0' && (all == nullptr || *all != '1')) {
-    std::printf("skipped: the children set their own MALLOC_CONF; the variants would repeat "
-                "the same comparison\n");
+    std::printf(
+        "skipped: the children set their own MALLOC_CONF; the variants would repeat "
+        "the same comparison\n");
     return preflight() ? 77 : 1;
   }
   ssize_t n = readlink("/proc/self/exe", g_self, sizeof(g_self) - 1);

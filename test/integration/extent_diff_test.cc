@@ -1,63 +1,31 @@
 // extent_diff_test: a differential test of PAGE-LEVEL behaviour against jemalloc 5.3.0.
 //
-// Servers (ClickHouse, Doris, Redis) read stats.arenas.<i>.{pactive,pdirty,pmuzzy}, the purge
-// counters and stats.{active,mapped,retained,resident}, and call arena.<i>.purge / .decay; so
-// for one deterministic single-threaded workload the page allocator must move pages between
-// active, dirty, muzzy and retained exactly as 5.3.0 does. differential.h runs this program's
-// stream once per library in a child (MALLOC_CONF unset) and compares the records line by line;
-// kDocumented excuses what doc/compat.md documents (by anchor), kKnownBugs our known bugs.
 //
-// The workload, in phases, in a manual arena used with MALLOCX_TCACHE_NONE (every call reaches
-// the page allocator) and with its decay times set per phase through arena.<i>.dirty_decay_ms /
-// muzzy_decay_ms (-1 keeps pages, 0 purges at once, 3600000 never decays within the run: its
-// epochs are 18 s long; wall-clock decay is never relied on): large blocks of assorted classes
-// (16 KiB .. 4 MiB) allocated, then freed in a seeded order (eager coalescing of large dirty
-// extents), new requests placed into the freed extents (first fit by (sn, address) within the
-// 64x bound of lg_extent_max_active_fit), in-place shrink/grow through xallocx and rallocx,
-// dirty decay 0 (purge into muzzy or retained, on the setting and on every free), arena.<i>.decay
-// and arena.<i>.purge with each muzzy setting, emptied slabs (delayed coalescing until purge),
-// oversize blocks (>= 8 MiB) freed with decay -1 (kept) and >= 0 (eagerly purged: nmadvise and
-// purged grow, npurge does not), two blocks below the threshold freed in turn (with this seed
-// they are not neighbours, so they stay dirty), the huge arena (oversize requests of an automatic-arena
-// thread) with decay -1 and 0, arena.<i>.reset and arena.<i>.destroy.
 //
-// After each phase: epoch, then per view -- the manual arena ("man"), the huge arena ("huge"),
-// the destroyed-arenas view 4097 ("dst", event counters only) -- one line per counter with its
-// change during the phase, `PP stat PHASE:VIEW.COUNTER | -> CHANGE`, and per free-extent cache a
-// line with the ABSOLUTE contents of extents.<j> (`PP ext PHASE:VIEW.extents.dirty | -> j:n/pages
-// ...`, nonzero classes only; the manual and huge arenas start empty, so absolute is
-// deterministic). Where a new block lands is printed symbolically: inside the extent of the k-th
-// freed block at page offset o ("freed#k+o"), or elsewhere ("other"); never an address.
-// Printed counters: pactive, pdirty, pmuzzy, retained, mapped (bytes; both include the arena's
-// base blocks, which agree: one 2 MiB block per new arena), {dirty,muzzy}_{npurge,nmadvise,
-// purged}, large.{nmalloc,ndalloc,allocated}, small.{nmalloc,ndalloc,allocated},
-// extents.<j>.{ndirty,nmuzzy,nretained,*_bytes}, stats.{active,retained}. Not printed:
-// stats.mapped (it includes the global metadata, whose rtree leaves -- 2 MiB each, one per GiB of
-// address space touched -- depend on where mmap places the arenas: 5.3.0's varies by 6 MiB from
-// run to run in phase large_alloc). Checked but not printed: stats.arenas.<i>.resident (= the metadata's resident bytes + active and dirty pages;
-// the metadata part is implementation-dependent: which base pages our descriptors and rtree
-// leaves touch -- seen differing by 1..11 pages in create/resize/dirty_keep/slabs/huge while
-// pactive and pdirty agreed) and stats.resident (the same).
+// Printed counters: pactive, pdirty, pmuzzy, retained, mapped (bytes; both include the arena's base
+// blocks, which agree: one 2 MiB block per new arena), {dirty,muzzy}_{npurge,nmadvise, purged},
+// large.{nmalloc,ndalloc,allocated}, small.{nmalloc,ndalloc,allocated},
+// extents.<j>.{ndirty,nmuzzy,nretained,*_bytes}, stats.{active,retained}. Not printed: stats.mapped
+// (it includes the global metadata, whose rtree leaves -- 2 MiB each, one per GiB of address space
+// touched -- depend on where mmap places the arenas: 5.3.0's varies by 6 MiB from run to run in
+// phase large_alloc). Checked but not printed: stats.arenas.<i>.resident (= the metadata's resident
+// bytes + active and dirty pages; the metadata part is implementation-dependent: which base pages
+// our descriptors and rtree leaves touch -- seen differing by 1..11 pages in
+// create/resize/dirty_keep/slabs/huge while pactive and pdirty agreed) and stats.resident (the
+// same).
 //
-// Checks on every library (in-process and in each child): per arena, (pactive + pdirty +
-// pmuzzy) pages <= mapped; the sums of extents.<j>.{dirty,muzzy,retained}_bytes equal pdirty,
-// pmuzzy (in pages) and retained; after arena.<i>.purge, pdirty = pmuzzy = 0; after
-// arena.<i>.destroy, none of the pages the arena ever handed out is still mapped (msync answers
-// ENOMEM). The same stream also runs in a child on this library with our default
-// bounded_coalesce:true (invariants_with_bounded_coalesce), for the checks only.
 // Determinism: the program's malloc_conf turns decay off (both libraries read it), and
-// malloc_conf_2_conf_harder turns our coalescing bound and our unbounded dirty reuse before
-// growth off (read by this library only: doc/compat.md#conf-2-conf-harder) so that extents
-// merge and are reused as in 5.3.0.
+// malloc_conf_2_conf_harder turns our coalescing bound and our unbounded dirty reuse before growth
+// off (read by this library only: doc/compat.md#conf-2-conf-harder) so that extents merge and are
+// reused as in 5.3.0.
 #include <errno.h>
 
 #include <algorithm>
 
 #include "differential.h"
 
-const char *malloc_conf =
-    "tcache_gc_incr_bytes:1099511627776,dirty_decay_ms:-1,muzzy_decay_ms:-1";
-const char *malloc_conf_2_conf_harder =
+const char* malloc_conf = "tcache_gc_incr_bytes:1099511627776,dirty_decay_ms:-1,muzzy_decay_ms:-1";
+const char* malloc_conf_2_conf_harder =
     "bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,"
     "borrow_dirty:false,decay_hold_peak:false,idle_arena_decay:false";
 
@@ -67,15 +35,15 @@ namespace {
 // the override is dropped before the library reads its options (.preinit_array functions run
 // before any library constructor; if the library initialized even earlier, the stream's setup
 // line reports the wrong setting and fails).
-void pick_conf(int, char **, char **envp) {
-  for (char **e = envp; e != nullptr && *e != nullptr; e++) {
+void pick_conf(int, char**, char** envp) {
+  for (char** e = envp; e != nullptr && *e != nullptr; e++) {
     if (std::strcmp(*e, "MALLOC_CONF=bounded_coalesce:true") == 0) {
       malloc_conf_2_conf_harder = nullptr;
     }
   }
 }
-__attribute__((section(".preinit_array"), used)) void (*const g_pick_conf)(int, char **,
-                                                                           char **) = pick_conf;
+__attribute__((section(".preinit_array"), used)) void (*const g_pick_conf)(int, char**,
+                                                                           char**) = pick_conf;
 
 using jt::diff::finish;
 using jt::diff::put;
@@ -87,33 +55,51 @@ constexpr unsigned kDestroyed = 4097;  // MALLCTL_ARENAS_DESTROYED
 constexpr ssize_t kLong = 3600000;     // a decay time that never expires during the run
 constexpr size_t kMaxPsz = 256;
 
-constexpr size_t kLarge[] = {16384,  20480,  28672,   40960,   65536,   114688,  262144,
+constexpr size_t kLarge[] = {16384,  20480,  28672,   40960,   65536,   114688, 262144,
                              393216, 655360, 1 << 20, 1572864, 2621440, 4 << 20};
 
 // --- Counters.
-constexpr const char *kNames[] = {
-    "pactive", "pdirty", "pmuzzy", "retained", "dirty_npurge", "dirty_nmadvise",
-    "dirty_purged", "muzzy_npurge", "muzzy_nmadvise", "muzzy_purged", "large.nmalloc",
-    "large.ndalloc", "large.allocated", "small.nmalloc", "small.ndalloc", "small.allocated",
-    "mapped", "resident"};
-enum { kPactive, kPdirty, kPmuzzy, kRetained, kDNpurge, kDNmadvise, kDPurged, kMNpurge,
-       kMNmadvise, kMPurged, kLNmalloc, kLNdalloc, kLAllocated, kSNmalloc, kSNdalloc,
-       kSAllocated, kMapped, kResident, kN };
+constexpr const char* kNames[] = {
+    "pactive",         "pdirty",        "pmuzzy",          "retained",       "dirty_npurge",
+    "dirty_nmadvise",  "dirty_purged",  "muzzy_npurge",    "muzzy_nmadvise", "muzzy_purged",
+    "large.nmalloc",   "large.ndalloc", "large.allocated", "small.nmalloc",  "small.ndalloc",
+    "small.allocated", "mapped",        "resident"};
+enum {
+  kPactive,
+  kPdirty,
+  kPmuzzy,
+  kRetained,
+  kDNpurge,
+  kDNmadvise,
+  kDPurged,
+  kMNpurge,
+  kMNmadvise,
+  kMPurged,
+  kLNmalloc,
+  kLNdalloc,
+  kLAllocated,
+  kSNmalloc,
+  kSNdalloc,
+  kSAllocated,
+  kMapped,
+  kResident,
+  kN
+};
 constexpr int kNPrinted = kResident;  // resident is checked, not printed (see the header)
-constexpr const char *kExtNames[] = {"ndirty", "nmuzzy", "nretained", "dirty_bytes",
-                                     "muzzy_bytes", "retained_bytes"};
+constexpr const char* kExtNames[] = {"ndirty",      "nmuzzy",      "nretained",
+                                     "dirty_bytes", "muzzy_bytes", "retained_bytes"};
 
 struct Mib {
   size_t m[8], len;
 };
 Mib g_mib[kN], g_ext_mib[6];
 
-bool translate(const char *name, Mib &out) {
+bool translate(const char* name, Mib& out) {
   out.len = 8;
   return mallctlnametomib(name, out.m, &out.len) == 0;
 }
 
-bool read_at(Mib mib, unsigned ind, size_t j, uint64_t *v) {
+bool read_at(Mib mib, unsigned ind, size_t j, uint64_t* v) {
   mib.m[2] = ind;
   if (mib.len == 6) mib.m[4] = j;  // stats.arenas.<i>.extents.<j>.X
   *v = 0;
@@ -128,7 +114,7 @@ struct Snap {
 };
 
 enum View { kMan, kHugeV, kDst, kNViews };
-constexpr const char *kViewNames[] = {"man", "huge", "dst"};
+constexpr const char* kViewNames[] = {"man", "huge", "dst"};
 
 struct State {
   unsigned man, huge, npsz;
@@ -138,7 +124,7 @@ struct State {
 } g;
 Snap g_prev[kNViews], g_cur[kNViews];
 
-bool view_index(int v, unsigned *ind) {
+bool view_index(int v, unsigned* ind) {
   switch (v) {
     case kMan: *ind = g.man; return g.have_man;
     case kHugeV: *ind = g.huge; return g.have_huge;
@@ -146,7 +132,7 @@ bool view_index(int v, unsigned *ind) {
   }
 }
 
-void read_snap(unsigned ind, Snap &s) {
+void read_snap(unsigned ind, Snap& s) {
   std::memset(&s, 0, sizeof(s));
   s.present = read_at(g_mib[kDNpurge], ind, 0, &s.c[kDNpurge]);
   if (!s.present) return;
@@ -156,30 +142,30 @@ void read_snap(unsigned ind, Snap &s) {
   }
 }
 
-uint64_t global_stat(const char *name) {
+uint64_t global_stat(const char* name) {
   size_t v = 0, len = sizeof(v);
   return mallctl(name, &v, &len, nullptr, 0) == 0 ? v : ~(uint64_t)0;
 }
 
-int arena_action(unsigned ind, const char *what) {
+int arena_action(unsigned ind, const char* what) {
   char name[64];
   std::snprintf(name, sizeof(name), "arena.%u.%s", ind, what);
   return mallctl(name, nullptr, nullptr, nullptr, 0);
 }
 
-int set_decay(unsigned ind, const char *which, ssize_t ms) {
+int set_decay(unsigned ind, const char* which, ssize_t ms) {
   char name[64];
   std::snprintf(name, sizeof(name), "arena.%u.%s_decay_ms", ind, which);
   return mallctl(name, nullptr, nullptr, &ms, sizeof(ms));
 }
 
 // A note line for a mallctl action or setting; a nonzero return is a failure.
-void ctl_note(const char *what, int rc) {
+void ctl_note(const char* what, int rc) {
   put("%02d note %s | -> %d", g.ph, what, rc);
   finish(rc != 0);
 }
 
-void decay_both(unsigned ind, const char *view, ssize_t dirty, ssize_t muzzy) {
+void decay_both(unsigned ind, const char* view, ssize_t dirty, ssize_t muzzy) {
   char what[64];
   std::snprintf(what, sizeof(what), "arena.<%s>.muzzy_decay_ms=%zd", view, muzzy);
   ctl_note(what, set_decay(ind, "muzzy", muzzy));
@@ -204,7 +190,7 @@ bool setup() {
   bool bounded = false;  // ENOENT in 5.3.0, which has no bound
   size_t len = sizeof(bounded);
   mallctl("opt.bounded_coalesce", &bounded, &len, nullptr, 0);
-  const char *conf = std::getenv("MALLOC_CONF");
+  const char* conf = std::getenv("MALLOC_CONF");
   bool want_bounded = conf != nullptr && std::strcmp(conf, "bounded_coalesce:true") == 0;
   size_t oversize = 0;
   len = sizeof(oversize);
@@ -225,7 +211,7 @@ bool setup() {
 }
 
 // --- Checks (both libraries); the first violation in buf, or empty.
-void check_view(const Snap &s, char *buf, size_t cap) {
+void check_view(const Snap& s, char* buf, size_t cap) {
   buf[0] = '\0';
   uint64_t sum[6] = {};
   for (unsigned j = 0; j < g.npsz; j++) {
@@ -247,7 +233,7 @@ void check_view(const Snap &s, char *buf, size_t cap) {
   }
 }
 
-void put_ext(int ph, const char *phase, const char *view, const Snap &s, int cnt, const char *n) {
+void put_ext(int ph, const char* phase, const char* view, const Snap& s, int cnt, const char* n) {
   put("%02d ext %s:%s.extents.%s | ->", ph, phase, view, n);
   if (!s.present) put(" absent");
   for (unsigned j = 0; j < g.npsz; j++) {
@@ -260,7 +246,7 @@ void put_ext(int ph, const char *phase, const char *view, const Snap &s, int cnt
 }
 
 // Ends phase g.ph: refreshes the statistics and prints every view's changes, then the checks.
-void report(const char *phase) {
+void report(const char* phase) {
   const int ph = g.ph++;
   if (!jt::refresh_stats()) {
     put("%02d epoch %s:epoch | -> FAILED", ph, phase);
@@ -269,17 +255,21 @@ void report(const char *phase) {
   }
   for (int vw = 0; vw < kNViews; vw++) {
     unsigned ind = 0;
-    Snap &s = g_cur[vw];
-    if (view_index(vw, &ind)) read_snap(ind, s);
-    else std::memset(&s, 0, sizeof(s));
-    const Snap &b = g_prev[vw];
-    const char *vn = kViewNames[vw];
+    Snap& s = g_cur[vw];
+    if (view_index(vw, &ind))
+      read_snap(ind, s);
+    else
+      std::memset(&s, 0, sizeof(s));
+    const Snap& b = g_prev[vw];
+    const char* vn = kViewNames[vw];
     for (int k = 0; k < kNPrinted; k++) {
       if (vw == kDst && !(k >= kDNpurge && k <= kMPurged)) continue;  // gauges read 0 there
-      if (vw == kHugeV && k == kMapped && g.huge_auto) continue;  // arena 0: global metadata
+      if (vw == kHugeV && k == kMapped && g.huge_auto) continue;      // arena 0: global metadata
       put("%02d stat %s:%s.%s | -> ", ph, phase, vn, kNames[k]);
-      if (s.present) put("%lld", (long long)(s.c[k] - b.c[k]));
-      else put("absent");
+      if (s.present)
+        put("%lld", (long long)(s.c[k] - b.c[k]));
+      else
+        put("absent");
       finish(false);
     }
     if (vw == kDst) continue;
@@ -303,13 +293,13 @@ void report(const char *phase) {
 
 // --- Blocks and where new ones land.
 struct Blk {
-  void *p;
+  void* p;
   size_t usize;
 };
 struct Pool {
   Blk b[256];
   size_t n;
-  void add(void *p) {
+  void add(void* p) {
     if (p != nullptr && n < 256) b[n++] = Blk{p, sallocx(p, 0)};
   }
   Blk take(size_t i) {
@@ -329,19 +319,19 @@ size_t g_nfreed;
 uintptr_t g_seen[1024];  // one page of every block ever handed out (the destroy check)
 size_t g_nseen;
 
-uintptr_t page_of(const void *p) { return (uintptr_t)p & ~(uintptr_t)(kPage - 1); }
+uintptr_t page_of(const void* p) { return (uintptr_t)p & ~(uintptr_t)(kPage - 1); }
 
-void note_seen(const void *p) {
+void note_seen(const void* p) {
   if (p != nullptr && g_nseen < 1024) g_seen[g_nseen++] = page_of(p);
 }
 
-void record_free(const Blk &x) {
+void record_free(const Blk& x) {
   // A large block's extent starts at the page holding the pointer (cache-oblivious offset) and
   // spans its usable size plus one pad page.
   if (g_nfreed < 1024) g_freed[g_nfreed++] = Range{page_of(x.p), x.usize / kPage + 1};
 }
 
-void put_place(const void *p) {
+void put_place(const void* p) {
   uintptr_t pg = page_of(p);
   for (size_t k = g_nfreed; k-- > 0;) {  // the latest free that covers it
     if (pg >= g_freed[k].start && pg < g_freed[k].start + g_freed[k].pages * kPage) {
@@ -357,27 +347,29 @@ int g_call;
 
 // A request inside the class (16 KiB's predecessor, 14336, is 2 KiB below it; the others' are
 // at least a page below).
-size_t draw_large(Rng &r) {
+size_t draw_large(Rng& r) {
   size_t c = r.pick(kLarge);
   return c - r.below(c == 16384 ? 2048 : kPage);
 }
 
-void *alloc_man(const char *phase, size_t size) {
-  void *p = mallocx(size, g_fl);
+void* alloc_man(const char* phase, size_t size) {
+  void* p = mallocx(size, g_fl);
   put("%02d call %s:mallocx | #%d size=%zu ->", g.ph, phase, g_call++, size);
-  if (p == nullptr) put(" NULL");
-  else put(" usize=%zu", sallocx(p, 0)), put_place(p);
+  if (p == nullptr)
+    put(" NULL");
+  else
+    put(" usize=%zu", sallocx(p, 0)), put_place(p);
   finish(p == nullptr);
   note_seen(p);
   return p;
 }
 
-void free_blk(const Blk &x) {
+void free_blk(const Blk& x) {
   record_free(x);
   dallocx(x.p, MALLOCX_TCACHE_NONE);
 }
 
-void free_some(Rng &r, size_t k) {
+void free_some(Rng& r, size_t k) {
   for (size_t i = 0; i < k && g_live.n; i++) free_blk(g_live.take(r.below(g_live.n)));
 }
 
@@ -401,37 +393,37 @@ void ph_create() {
   finish(!g.have_man);
 }
 
-void ph_large_alloc(Rng &r) {
+void ph_large_alloc(Rng& r) {
   for (int i = 0; i < 48; i++) g_live.add(alloc_man("large_alloc", draw_large(r)));
 }
 
-void ph_reuse(Rng &r, const char *phase, int n) {
+void ph_reuse(Rng& r, const char* phase, int n) {
   for (int i = 0; i < n; i++) g_live.add(alloc_man(phase, draw_large(r)));
 }
 
 // In-place shrink and grow with xallocx (extra 0: compat.md#xallocx-result does not arise),
 // and rallocx growth that may or may not move.
-void ph_resize(Rng &r) {
+void ph_resize(Rng& r) {
   for (int i = 0; i < 36 && g_live.n; i++) {
     size_t k = r.below(g_live.n);
-    Blk &x = g_live.b[k];
+    Blk& x = g_live.b[k];
     unsigned u = (unsigned)r.below(3);
     size_t want = u == 0 ? std::max<size_t>(16384, x.usize / 2 - r.below(kPage))
                          : x.usize + 1 + r.below(x.usize);
     if (u < 2) {
       size_t got = xallocx(x.p, want, 0, g_fl);
-      put("%02d call resize:xallocx | #%d old=%zu size=%zu -> %zu", g.ph, g_call++, x.usize,
-          want, got);
+      put("%02d call resize:xallocx | #%d old=%zu size=%zu -> %zu", g.ph, g_call++, x.usize, want,
+          got);
       finish(false);
       if (got < x.usize) {  // the tail became a free extent: remember it as "freed"
         if (g_nfreed < 1024) {
-          g_freed[g_nfreed++] = Range{page_of(x.p) + got / kPage * kPage + kPage,
-                                      (x.usize - got) / kPage};
+          g_freed[g_nfreed++] =
+              Range{page_of(x.p) + got / kPage * kPage + kPage, (x.usize - got) / kPage};
         }
       }
       x.usize = got;
     } else {
-      void *q = rallocx(x.p, want, g_fl);
+      void* q = rallocx(x.p, want, g_fl);
       put("%02d call resize:rallocx | #%d old=%zu size=%zu ->", g.ph, g_call++, x.usize, want);
       if (q == nullptr) {
         put(" NULL");
@@ -449,7 +441,7 @@ void ph_resize(Rng &r) {
 
 void ph_decay_call() { ctl_note("arena.<man>.decay", arena_action(g.man, "decay")); }
 
-void ph_purge(const char *what) {
+void ph_purge(const char* what) {
   int rc = arena_action(g.man, "purge");
   jt::refresh_stats();
   uint64_t dirty = 0, muzzy = 0;
@@ -462,8 +454,8 @@ void ph_purge(const char *what) {
 
 // Small regions of classes with 1-, 3-, 5- and 7-page slabs, all freed: emptied slabs go dirty
 // (the 5- and 7-page ones are >= 16 KiB and coalesce eagerly, the others wait for the purge).
-void ph_slabs(Rng &r) {
-  static void *p[1200];
+void ph_slabs(Rng& r) {
+  static void* p[1200];
   constexpr size_t kSmall[] = {16, 448, 2560, 6144, 1792, 14336};
   size_t n = 0;
   for (size_t c : kSmall) {
@@ -477,8 +469,8 @@ void ph_slabs(Rng &r) {
 }
 
 // One oversize block in the manual arena, freed.
-void ph_oversize(const char *phase, size_t size) {
-  void *p = alloc_man(phase, size);
+void ph_oversize(const char* phase, size_t size) {
+  void* p = alloc_man(phase, size);
   if (p != nullptr) free_blk(Blk{p, sallocx(p, 0)});
 }
 
@@ -492,7 +484,7 @@ void ph_oversize_pair() {
 
 // The huge arena: oversize requests of a thread on automatic arenas.
 void ph_huge(size_t size) {
-  void *p = malloc(size);  // not in g_seen: the huge arena outlives the manual one
+  void* p = malloc(size);  // not in g_seen: the huge arena outlives the manual one
   if (!g.have_huge && p != nullptr) {
     unsigned ind = UINT_MAX, narenas = 0;
     size_t len = sizeof(ind);
@@ -509,7 +501,7 @@ void ph_huge(size_t size) {
   free(p);
 }
 
-void ph_reset(Rng &r) {
+void ph_reset(Rng& r) {
   ph_reuse(r, "reset", 6);
   for (int i = 0; i < 40; i++) note_seen(mallocx(448, g_fl));
   ctl_note("arena.<man>.reset", arena_action(g.man, "reset"));
@@ -520,7 +512,7 @@ void ph_destroy() {
   ctl_note("arena.<man>.destroy", arena_action(g.man, "destroy"));
   size_t mapped = 0;
   for (size_t i = 0; i < g_nseen; i++) {
-    mapped += msync((void *)g_seen[i], kPage, MS_ASYNC) == 0 || errno != ENOMEM;
+    mapped += msync((void*)g_seen[i], kPage, MS_ASYNC) == 0 || errno != ENOMEM;
   }
   put("%02d check destroy:unmapped | -> %zu of the pages once handed out are still mapped", g.ph,
       mapped);
@@ -528,7 +520,7 @@ void ph_destroy() {
   g.have_man = false;
 }
 
-bool run_stream(FILE *out) {
+bool run_stream(FILE* out) {
   jt::diff::begin(out);
   jt::diff::CrashReport crash_report;
   g_live.n = 0, g_nfreed = 0, g_nseen = 0, g_call = 0;
@@ -549,8 +541,8 @@ bool run_stream(FILE *out) {
   r = rng(), ph_reuse(r, "reuse", 30), report("reuse");
   r = rng(), ph_resize(r), report("resize");
   decay_both(g.man, "man", 0, kLong), report("dirty0_setting");  // dirty -> muzzy now
-  r = rng(), free_some(r, 10), report("dirty0_free");             // each free purges
-  ph_decay_call(), report("decay_long");                          // muzzy not yet due
+  r = rng(), free_some(r, 10), report("dirty0_free");            // each free purges
+  ph_decay_call(), report("decay_long");                         // muzzy not yet due
   decay_both(g.man, "man", -1, kLong), report("dirty_keep_setting");
   r = rng(), ph_reuse(r, "dirty_keep", 12), free_some(r, 14), report("dirty_keep");
   ph_decay_call(), report("decay_keep");
@@ -598,11 +590,11 @@ TEST(stream_in_process) {
 
 TEST(same_pages_as_5_3_0) { jt::diff::compare_with_reference(kDocumented, kKnownBugs); }
 
-// The stream under option variants (differential.h); the program's malloc_conf (decay off, GC
-// out of reach) and bounded_coalesce:false still apply beneath each, and every phase sets the
-// manual arena's decay itself. Not retain:false: freed pages go back to the kernel, which may
-// map them again (destroy:unmapped) or place extents side by side: 5.3.0's record varies run to run.
-constexpr const char *kConfs[] = {"lg_extent_max_active_fit:2", "oversize_threshold:0",
+// The stream under option variants (differential.h); the program's malloc_conf (decay off, GC out
+// of reach) and bounded_coalesce:false still apply beneath each, and every phase sets the manual
+// arena's decay itself. Not retain:false: freed pages go back to the kernel, which may map them
+// again (destroy:unmapped) or place extents side by side: 5.3.0's record varies run to run.
+constexpr const char* kConfs[] = {"lg_extent_max_active_fit:2", "oversize_threshold:0",
                                   "oversize_threshold:4194304", "narenas:1"};
 
 TEST(same_pages_under_options) {
@@ -616,13 +608,13 @@ TEST(invariants_with_bounded_coalesce) {
     jt::skip("the reference has no coalescing bound");
     return;
   }
-  const char *args[] = {"--record", nullptr};
+  const char* args[] = {"--record", nullptr};
   jt::diff::Spawned c;
   ASSERT_TRUE(jt::diff::spawn(&c, jt::diff::library_file(), args, "bounded_coalesce:true", false));
   int st = jt::diff::collect(&c, jt::diff::g_outbuf[0], sizeof(jt::diff::g_outbuf[0]), nullptr, 0,
                              60000);
   int bad = 0;
-  for (char *p = jt::diff::g_outbuf[0]; const char *l = jt::diff::next_line(&p);) {
+  for (char* p = jt::diff::g_outbuf[0]; const char* l = jt::diff::next_line(&p);) {
     if (std::strstr(l, "BAD") || std::strstr(l, "CRASH") || std::strstr(l, "FAIL")) {
       if (++bad <= 10) std::printf("  %s\n", l);
     }
@@ -632,4 +624,4 @@ TEST(invariants_with_bounded_coalesce) {
   }
 }
 
-int main(int argc, char **argv) { return jt::diff::main(argc, argv, run_stream); }
+int main(int argc, char** argv) { return jt::diff::main(argc, argv, run_stream); }

@@ -83,4 +83,3 @@ TEST(extent_hooks_can_be_swapped_at_run_time) {
   EXPECT_GT(g_allocs.load(), before);
   dallocx(p, MALLOCX_TCACHE_NONE);
 }
-

@@ -81,10 +81,10 @@ namespace jt {
 using TestFn = void (*)();
 
 struct TestCase {
-  const char *name;
+  const char* name;
   TestFn fn;
-  const char *compat;  // doc/compat.md anchor, or nullptr
-  const char *file;
+  const char* compat;  // doc/compat.md anchor, or nullptr
+  const char* file;
   int line;
 };
 
@@ -93,8 +93,7 @@ inline TestCase g_tests[kMaxTests];
 inline int g_ntests = 0;
 
 struct Registrar {
-  Registrar(const char *name, TestFn fn, const char *compat, const char *file,
-            int line) {
+  Registrar(const char* name, TestFn fn, const char* compat, const char* file, int line) {
     if (g_ntests == kMaxTests) {
       std::fprintf(stderr, "harness: more than %d tests\n", kMaxTests);
       std::abort();
@@ -107,12 +106,12 @@ struct Registrar {
 inline std::atomic<int> g_failures{0};
 inline std::atomic<bool> g_skipped{false};
 inline char g_skip_reason[256];
-inline const char *g_current = "";
+inline const char* g_current = "";
 
 // ---------------------------------------------------------------------------
 // Reporting.
 
-inline void vreport(const char *file, int line, const char *fmt, va_list ap) {
+inline void vreport(const char* file, int line, const char* fmt, va_list ap) {
   std::fprintf(stdout, "  %s:%d: [%s] ", file, line, g_current);
   std::vfprintf(stdout, fmt, ap);
   std::fputc('\n', stdout);
@@ -120,9 +119,9 @@ inline void vreport(const char *file, int line, const char *fmt, va_list ap) {
 }
 
 // Records a failure with a printf-style message.
-inline void fail(const char *file, int line, const char *fmt, ...)
+inline void fail(const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
-inline void fail(const char *file, int line, const char *fmt, ...) {
+inline void fail(const char* file, int line, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vreport(file, line, fmt, ap);
@@ -131,8 +130,8 @@ inline void fail(const char *file, int line, const char *fmt, ...) {
 }
 
 // Prints a note (no failure).
-inline void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-inline void note(const char *fmt, ...) {
+inline void note(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+inline void note(const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   std::fprintf(stdout, "  note [%s]: ", g_current);
@@ -143,8 +142,8 @@ inline void note(const char *fmt, ...) {
 }
 
 // Marks the current test skipped (the caller returns).
-inline void skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-inline void skip(const char *fmt, ...) {
+inline void skip(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+inline void skip(const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   std::vsnprintf(g_skip_reason, sizeof(g_skip_reason), fmt, ap);
@@ -156,7 +155,7 @@ inline bool failed() { return g_failures.load(std::memory_order_relaxed) != 0; }
 
 // Formats a value for a failure message into buf.
 template <class T>
-inline const char *show(char (&buf)[64], const T &v) {
+inline const char* show(char (&buf)[64], const T& v) {
   using U = std::remove_cv_t<std::remove_reference_t<T>>;
   if constexpr (std::is_same_v<U, bool>) {
     std::snprintf(buf, sizeof(buf), "%s", v ? "true" : "false");
@@ -172,7 +171,7 @@ inline const char *show(char (&buf)[64], const T &v) {
       std::snprintf(buf, sizeof(buf), "%llu", x);
     }
   } else if constexpr (std::is_pointer_v<U> || std::is_null_pointer_v<U>) {
-    std::snprintf(buf, sizeof(buf), "%p", (const void *)v);
+    std::snprintf(buf, sizeof(buf), "%p", (const void*)v);
   } else if constexpr (std::is_floating_point_v<U>) {
     std::snprintf(buf, sizeof(buf), "%g", (double)v);
   } else {
@@ -192,7 +191,7 @@ inline constexpr bool kIsChar =
     std::is_same_v<T, char16_t> || std::is_same_v<T, char32_t>;
 
 template <class A, class B>
-inline bool compare(Op op, const A &a, const B &b) {
+inline bool compare(Op op, const A& a, const B& b) {
   using UA = std::remove_cv_t<std::remove_reference_t<A>>;
   using UB = std::remove_cv_t<std::remove_reference_t<B>>;
   if constexpr (kIsChar<UA> || kIsChar<UB>) {
@@ -221,7 +220,7 @@ inline bool compare(Op op, const A &a, const B &b) {
   }
 }
 
-inline const char *op_name(Op op) {
+inline const char* op_name(Op op) {
   switch (op) {
     case Op::kEq: return "==";
     case Op::kNe: return "!=";
@@ -234,26 +233,26 @@ inline const char *op_name(Op op) {
 }
 
 template <class A, class B>
-inline bool check_op(Op op, const A &a, const B &b, const char *ea,
-                     const char *eb, const char *file, int line) {
+inline bool check_op(Op op, const A& a, const B& b, const char* ea, const char* eb,
+                     const char* file, int line) {
   if (compare(op, a, b)) return true;
   char ba[64], bb[64];
-  fail(file, line, "expected %s %s %s, got %s vs %s", ea, op_name(op), eb,
-       show(ba, a), show(bb, b));
+  fail(file, line, "expected %s %s %s, got %s vs %s", ea, op_name(op), eb, show(ba, a),
+       show(bb, b));
   return false;
 }
 
-inline bool check_true(bool c, const char *e, const char *file, int line) {
+inline bool check_true(bool c, const char* e, const char* file, int line) {
   if (c) return true;
   fail(file, line, "expected true: %s", e);
   return false;
 }
 
-inline bool check_streq(const char *a, const char *b, const char *ea,
-                        const char *eb, const char *file, int line) {
+inline bool check_streq(const char* a, const char* b, const char* ea, const char* eb,
+                        const char* file, int line) {
   if (a != nullptr && b != nullptr && std::strcmp(a, b) == 0) return true;
-  fail(file, line, "expected %s == %s, got \"%s\" vs \"%s\"", ea, eb,
-       a ? a : "(null)", b ? b : "(null)");
+  fail(file, line, "expected %s == %s, got \"%s\" vs \"%s\"", ea, eb, a ? a : "(null)",
+       b ? b : "(null)");
   return false;
 }
 
@@ -261,17 +260,17 @@ inline bool check_streq(const char *a, const char *b, const char *ea,
 // Helpers shared by the test programs.
 
 // Keeps the compiler from eliding an allocation whose result is unused.
-inline void escape(const void *p) { asm volatile("" : : "g"(p) : "memory"); }
+inline void escape(const void* p) { asm volatile("" : : "g"(p) : "memory"); }
 
 // The version string jemalloc 5.3.0 (the reference build, Debian's
 // libjemalloc2 5.3.0-1) reports through mallctl("version").
-inline constexpr const char *kReferenceVersion =
+inline constexpr const char* kReferenceVersion =
     "5.3.0-0-g54eaed1d8b56b1aa528be3bdd1877e59c56fa90c";
 
-inline const char *library_version() {
-  static const char *cached;
+inline const char* library_version() {
+  static const char* cached;
   if (cached == nullptr && &mallctl != nullptr) {
-    const char *v = nullptr;
+    const char* v = nullptr;
     size_t len = sizeof(v);
     if (mallctl("version", &v, &len, nullptr, 0) == 0) cached = v;
   }
@@ -280,7 +279,7 @@ inline const char *library_version() {
 
 // True when the library under test is jemalloc 5.3.0 itself.
 inline bool is_reference() {
-  const char *env = std::getenv("JT_REFERENCE");
+  const char* env = std::getenv("JT_REFERENCE");
   if (env != nullptr && *env != '\0') return env[0] == '1';
   return std::strcmp(library_version(), kReferenceVersion) == 0;
 }
@@ -288,12 +287,12 @@ inline bool is_reference() {
 // Looks key up in the MALLOC_CONF environment variable (the runner's
 // variants); copies its value into buf and returns true when present (the
 // last occurrence wins, as in jemalloc).
-inline bool conf_value(const char *key, char *buf, size_t buflen) {
-  const char *s = std::getenv("MALLOC_CONF");
+inline bool conf_value(const char* key, char* buf, size_t buflen) {
+  const char* s = std::getenv("MALLOC_CONF");
   bool found = false;
   size_t klen = std::strlen(key);
   while (s != nullptr && *s != '\0') {
-    const char *end = std::strchr(s, ',');
+    const char* end = std::strchr(s, ',');
     size_t len = end ? (size_t)(end - s) : std::strlen(s);
     if (len > klen && std::strncmp(s, key, klen) == 0 && s[klen] == ':') {
       size_t vlen = len - klen - 1;
@@ -308,14 +307,14 @@ inline bool conf_value(const char *key, char *buf, size_t buflen) {
 }
 
 // The boolean option key from MALLOC_CONF, or dflt when absent.
-inline bool conf_bool(const char *key, bool dflt) {
+inline bool conf_bool(const char* key, bool dflt) {
   char buf[32];
   if (!conf_value(key, buf, sizeof(buf))) return dflt;
   return std::strcmp(buf, "true") == 0;
 }
 
 // The signed integer option key from MALLOC_CONF, or dflt when absent.
-inline long long conf_int(const char *key, long long dflt) {
+inline long long conf_int(const char* key, long long dflt) {
   char buf[32];
   if (!conf_value(key, buf, sizeof(buf))) return dflt;
   return std::strtoll(buf, nullptr, 10);
@@ -323,21 +322,21 @@ inline long long conf_int(const char *key, long long dflt) {
 
 // Typed mallctl read; returns the mallctl result.
 template <class T>
-inline int ctl_get(const char *name, T *out) {
+inline int ctl_get(const char* name, T* out) {
   size_t len = sizeof(T);
   return mallctl(name, out, &len, nullptr, 0);
 }
 
 // Typed mallctl write; returns the mallctl result.
 template <class T>
-inline int ctl_set(const char *name, T value) {
+inline int ctl_set(const char* name, T value) {
   return mallctl(name, nullptr, nullptr, &value, sizeof(T));
 }
 
 // Formats a mallctl name with one index, e.g. ctl_name(buf, "arena.%u.purge", 3).
-inline const char *ctl_name(char (&buf)[128], const char *fmt, ...)
+inline const char* ctl_name(char (&buf)[128], const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
-inline const char *ctl_name(char (&buf)[128], const char *fmt, ...) {
+inline const char* ctl_name(char (&buf)[128], const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   std::vsnprintf(buf, sizeof(buf), fmt, ap);
@@ -353,7 +352,7 @@ inline bool refresh_stats() {
 }
 
 // A deterministic fill pattern: byte i of a block at p of size n.
-inline unsigned char pattern_byte(const void *p, size_t n, size_t i) {
+inline unsigned char pattern_byte(const void* p, size_t n, size_t i) {
   uint64_t x = (uint64_t)(uintptr_t)p ^ ((uint64_t)n << 17) ^ (i * 0x9e3779b97f4a7c15ull);
   x ^= x >> 29;
   x *= 0xbf58476d1ce4e5b9ull;
@@ -362,14 +361,14 @@ inline unsigned char pattern_byte(const void *p, size_t n, size_t i) {
 }
 
 // Fills n bytes at p with the pattern keyed by (key, n).
-inline void fill_pattern(void *p, size_t n, const void *key) {
-  unsigned char *b = static_cast<unsigned char *>(p);
+inline void fill_pattern(void* p, size_t n, const void* key) {
+  unsigned char* b = static_cast<unsigned char*>(p);
   for (size_t i = 0; i < n; i++) b[i] = pattern_byte(key, n, i);
 }
 
 // Index of the first byte that differs from the pattern, or n when intact.
-inline size_t check_pattern(const void *p, size_t n, const void *key) {
-  const unsigned char *b = static_cast<const unsigned char *>(p);
+inline size_t check_pattern(const void* p, size_t n, const void* key) {
+  const unsigned char* b = static_cast<const unsigned char*>(p);
   for (size_t i = 0; i < n; i++) {
     if (b[i] != pattern_byte(key, n, i)) return i;
   }
@@ -377,8 +376,8 @@ inline size_t check_pattern(const void *p, size_t n, const void *key) {
 }
 
 // Index of the first non-zero byte in [p, p + n), or n.
-inline size_t first_nonzero(const void *p, size_t n) {
-  const unsigned char *b = static_cast<const unsigned char *>(p);
+inline size_t first_nonzero(const void* p, size_t n) {
+  const unsigned char* b = static_cast<const unsigned char*>(p);
   for (size_t i = 0; i < n; i++) {
     if (b[i] != 0) return i;
   }
@@ -401,7 +400,7 @@ struct Rng {
 
 // Runs fn(arg) on a new thread and joins it; returns false if it could not
 // be created.
-inline bool run_in_thread(void *(*fn)(void *), void *arg) {
+inline bool run_in_thread(void* (*fn)(void*), void* arg) {
   pthread_t t;
   if (pthread_create(&t, nullptr, fn, arg) != 0) return false;
   pthread_join(t, nullptr);
@@ -412,8 +411,8 @@ inline bool run_in_thread(void *(*fn)(void *), void *arg) {
 // Preflight and main loop.
 
 struct PublicName {
-  const char *name;
-  const char *pretty;
+  const char* name;
+  const char* pretty;
 };
 
 // Every name a drop-in must define; the C++ operators by mangled name.
@@ -462,8 +461,8 @@ inline constexpr PublicName kPublicNames[] = {
 
 // The file of the object that defines name in the global scope, or
 // "(undefined)".
-inline const char *object_of(const char *name) {
-  void *sym = dlsym(RTLD_DEFAULT, name);
+inline const char* object_of(const char* name) {
+  void* sym = dlsym(RTLD_DEFAULT, name);
   Dl_info info;
   if (sym != nullptr && dladdr(sym, &info) != 0 && info.dli_fname != nullptr) {
     return info.dli_fname;
@@ -478,29 +477,30 @@ inline bool preflight() {
   if (&mallctl == nullptr) {
     // Say briefly where each name binds instead: one line per object
     // (glibc, libstdc++...) or "(undefined)".
-    std::printf("FAIL: no loaded object defines mallctl: the library under test "
-                "does not export jemalloc's API (yet)\n");
+    std::printf(
+        "FAIL: no loaded object defines mallctl: the library under test "
+        "does not export jemalloc's API (yet)\n");
     constexpr int kMaxObjs = 8;
-    const char *objs[kMaxObjs] = {};
+    const char* objs[kMaxObjs] = {};
     int nobjs = 0;
-    for (const PublicName &n : kPublicNames) {
-      const char *where = object_of(n.name);
+    for (const PublicName& n : kPublicNames) {
+      const char* where = object_of(n.name);
       bool seen = false;
       for (int i = 0; i < nobjs; i++) seen = seen || std::strcmp(objs[i], where) == 0;
       if (!seen && nobjs < kMaxObjs) objs[nobjs++] = where;
     }
     for (int i = 0; i < nobjs; i++) {
       std::printf("  %s:", objs[i]);
-      for (const PublicName &n : kPublicNames) {
+      for (const PublicName& n : kPublicNames) {
         if (std::strcmp(object_of(n.name), objs[i]) == 0) std::printf(" %s", n.name);
       }
       std::printf("\n");
     }
     return false;
   }
-  void *ctl_addr = nullptr;
+  void* ctl_addr = nullptr;
   {
-    int (*fp)(const char *, void *, size_t *, void *, size_t) = mallctl;
+    int (*fp)(const char*, void*, size_t*, void*, size_t) = mallctl;
     std::memcpy(&ctl_addr, &fp, sizeof(ctl_addr));
   }
   Dl_info lib;
@@ -509,40 +509,38 @@ inline bool preflight() {
     return false;
   }
   bool ok = true;
-  for (const PublicName &n : kPublicNames) {
-    void *sym = dlsym(RTLD_DEFAULT, n.name);
+  for (const PublicName& n : kPublicNames) {
+    void* sym = dlsym(RTLD_DEFAULT, n.name);
     Dl_info info;
     if (sym == nullptr) {
       std::printf("FAIL: %s is not defined by any loaded object\n", n.pretty);
       ok = false;
     } else if (dladdr(sym, &info) == 0 || info.dli_fbase != lib.dli_fbase) {
-      std::printf("FAIL: %s binds to %s, not to the library under test %s\n",
-                  n.pretty, info.dli_fname ? info.dli_fname : "(unknown)",
-                  lib.dli_fname);
+      std::printf("FAIL: %s binds to %s, not to the library under test %s\n", n.pretty,
+                  info.dli_fname ? info.dli_fname : "(unknown)", lib.dli_fname);
       ok = false;
     }
   }
   char real[PATH_MAX];
-  const char *shown = realpath(lib.dli_fname, real) ? real : lib.dli_fname;
+  const char* shown = realpath(lib.dli_fname, real) ? real : lib.dli_fname;
   std::printf("library: %s\nversion: %s%s\n", shown, library_version(),
               is_reference() ? " (reference jemalloc 5.3.0)" : "");
-  const char *expect = std::getenv("JT_EXPECT_LIB");
+  const char* expect = std::getenv("JT_EXPECT_LIB");
   if (expect != nullptr && *expect != '\0') {
     char want[PATH_MAX];
-    const char *w = realpath(expect, want) ? want : expect;
+    const char* w = realpath(expect, want) ? want : expect;
     if (std::strcmp(w, shown) != 0) {
-      std::printf("FAIL: expected the library %s, but the entry points come from %s\n",
-                  w, shown);
+      std::printf("FAIL: expected the library %s, but the entry points come from %s\n", w, shown);
       ok = false;
     }
   }
-  const char *conf = std::getenv("MALLOC_CONF");
+  const char* conf = std::getenv("MALLOC_CONF");
   if (conf != nullptr) std::printf("MALLOC_CONF=%s\n", conf);
   std::fflush(stdout);
   return ok;
 }
 
-inline bool selected(const char *name, int argc, char **argv) {
+inline bool selected(const char* name, int argc, char** argv) {
   if (argc <= 1) return true;
   for (int i = 1; i < argc; i++) {
     size_t len = std::strlen(argv[i]);
@@ -556,13 +554,13 @@ inline bool selected(const char *name, int argc, char **argv) {
 }
 
 // Runs the registered tests; returns the process exit status.
-inline int run_all(int argc, char **argv) {
+inline int run_all(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (!preflight()) return 1;
   bool verbose = std::getenv("JT_VERBOSE") != nullptr;
   int npass = 0, nfail = 0, nskip = 0;
   for (int i = 0; i < g_ntests; i++) {
-    const TestCase &t = g_tests[i];
+    const TestCase& t = g_tests[i];
     if (!selected(t.name, argc, argv)) continue;
     g_current = t.name;
     g_failures.store(0);
@@ -570,8 +568,7 @@ inline int run_all(int argc, char **argv) {
     g_skip_reason[0] = '\0';
     if (verbose) std::printf("[ RUN  ] %s\n", t.name);
     if (t.compat != nullptr && is_reference()) {
-      skip("documented difference from jemalloc 5.3.0 (doc/compat.md#%s)",
-           t.compat);
+      skip("documented difference from jemalloc 5.3.0 (doc/compat.md#%s)", t.compat);
     } else {
       t.fn();
     }
@@ -597,10 +594,10 @@ inline int run_all(int argc, char **argv) {
 #define JT_CAT2(a, b) a##b
 #define JT_CAT(a, b) JT_CAT2(a, b)
 
-#define JT_DEFINE_TEST(name, compat)                                        \
-  static void JT_CAT(jt_test_, name)();                                     \
-  static ::jt::Registrar JT_CAT(jt_reg_, name)(#name, JT_CAT(jt_test_, name), \
-                                               compat, __FILE__, __LINE__); \
+#define JT_DEFINE_TEST(name, compat)                                                            \
+  static void JT_CAT(jt_test_, name)();                                                         \
+  static ::jt::Registrar JT_CAT(jt_reg_, name)(#name, JT_CAT(jt_test_, name), compat, __FILE__, \
+                                               __LINE__);                                       \
   static void JT_CAT(jt_test_, name)()
 
 #define TEST(name) JT_DEFINE_TEST(name, nullptr)
@@ -620,25 +617,62 @@ inline int run_all(int argc, char **argv) {
 #define EXPECT_STREQ(a, b) ::jt::check_streq((a), (b), #a, #b, __FILE__, __LINE__)
 
 // ASSERT_*: as EXPECT_*, and return from the (void) function on failure.
-#define ASSERT_EQ(a, b) do { if (!EXPECT_EQ(a, b)) return; } while (0)
-#define ASSERT_NE(a, b) do { if (!EXPECT_NE(a, b)) return; } while (0)
-#define ASSERT_LT(a, b) do { if (!EXPECT_LT(a, b)) return; } while (0)
-#define ASSERT_LE(a, b) do { if (!EXPECT_LE(a, b)) return; } while (0)
-#define ASSERT_GT(a, b) do { if (!EXPECT_GT(a, b)) return; } while (0)
-#define ASSERT_GE(a, b) do { if (!EXPECT_GE(a, b)) return; } while (0)
-#define ASSERT_TRUE(c) do { if (!EXPECT_TRUE(c)) return; } while (0)
-#define ASSERT_FALSE(c) do { if (!EXPECT_FALSE(c)) return; } while (0)
-#define ASSERT_NULL(p) do { if (!EXPECT_NULL(p)) return; } while (0)
-#define ASSERT_NOT_NULL(p) do { if (!EXPECT_NOT_NULL(p)) return; } while (0)
-#define ASSERT_STREQ(a, b) do { if (!EXPECT_STREQ(a, b)) return; } while (0)
+#define ASSERT_EQ(a, b)           \
+  do {                            \
+    if (!EXPECT_EQ(a, b)) return; \
+  } while (0)
+#define ASSERT_NE(a, b)           \
+  do {                            \
+    if (!EXPECT_NE(a, b)) return; \
+  } while (0)
+#define ASSERT_LT(a, b)           \
+  do {                            \
+    if (!EXPECT_LT(a, b)) return; \
+  } while (0)
+#define ASSERT_LE(a, b)           \
+  do {                            \
+    if (!EXPECT_LE(a, b)) return; \
+  } while (0)
+#define ASSERT_GT(a, b)           \
+  do {                            \
+    if (!EXPECT_GT(a, b)) return; \
+  } while (0)
+#define ASSERT_GE(a, b)           \
+  do {                            \
+    if (!EXPECT_GE(a, b)) return; \
+  } while (0)
+#define ASSERT_TRUE(c)           \
+  do {                           \
+    if (!EXPECT_TRUE(c)) return; \
+  } while (0)
+#define ASSERT_FALSE(c)           \
+  do {                            \
+    if (!EXPECT_FALSE(c)) return; \
+  } while (0)
+#define ASSERT_NULL(p)           \
+  do {                           \
+    if (!EXPECT_NULL(p)) return; \
+  } while (0)
+#define ASSERT_NOT_NULL(p)           \
+  do {                               \
+    if (!EXPECT_NOT_NULL(p)) return; \
+  } while (0)
+#define ASSERT_STREQ(a, b)           \
+  do {                               \
+    if (!EXPECT_STREQ(a, b)) return; \
+  } while (0)
 
 // FAIL_MSG(fmt, ...): record a failure with a message.
 #define FAIL_MSG(...) ::jt::fail(__FILE__, __LINE__, __VA_ARGS__)
 // SKIP_TEST(fmt, ...): mark the test skipped and return.
-#define SKIP_TEST(...) do { ::jt::skip(__VA_ARGS__); return; } while (0)
+#define SKIP_TEST(...)       \
+  do {                       \
+    ::jt::skip(__VA_ARGS__); \
+    return;                  \
+  } while (0)
 
 #ifndef JT_NO_MAIN
-int main(int argc, char **argv) { return ::jt::run_all(argc, argv); }
+int main(int argc, char** argv) { return ::jt::run_all(argc, argv); }
 #endif
 
 #endif  // JT_HARNESS_H_

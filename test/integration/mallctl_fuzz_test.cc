@@ -49,23 +49,56 @@ constexpr size_t kMaxComp = 8;
 // A leaf not in kClasses is read-only in 5.3.0 (READONLY comes first: any new value is EPERM
 // before anything happens), so it gets random new values.
 enum Cls : uint8_t {
-  kRO, kEpoch, kBoolW, kThreadArena, kDecayMs, kSizeW, kDss, kVoid, kResetDestroy, kTcacheIdx,
-  kArenasCreate, kTcacheCreate, kLookup, kHooks, kBg, kProf, kExp
+  kRO,
+  kEpoch,
+  kBoolW,
+  kThreadArena,
+  kDecayMs,
+  kSizeW,
+  kDss,
+  kVoid,
+  kResetDestroy,
+  kTcacheIdx,
+  kArenasCreate,
+  kTcacheCreate,
+  kLookup,
+  kHooks,
+  kBg,
+  kProf,
+  kExp
 };
 enum Kind : uint8_t { kArenaI, kBinI, kLextI, kExtI, kHpaI };
 
-constexpr struct { const char *name; Cls cls; } kClasses[] = {
-    {"epoch", kEpoch}, {"thread.tcache.enabled", kBoolW}, {"thread.arena", kThreadArena},
-    {"background_thread", kBg}, {"max_background_threads", kBg}, {"arena.<i>.dss", kDss},
-    {"arenas.dirty_decay_ms", kDecayMs}, {"arenas.muzzy_decay_ms", kDecayMs},
-    {"arena.<i>.dirty_decay_ms", kDecayMs}, {"arena.<i>.muzzy_decay_ms", kDecayMs},
-    {"arena.<i>.oversize_threshold", kSizeW}, {"arena.<i>.retain_grow_limit", kSizeW},
-    {"arena.<i>.purge", kVoid}, {"arena.<i>.decay", kVoid}, {"thread.tcache.flush", kVoid},
-    {"thread.peak.reset", kVoid}, {"thread.idle", kVoid}, {"stats.mutexes.reset", kVoid},
-    {"arena.<i>.reset", kResetDestroy}, {"arena.<i>.destroy", kResetDestroy},
-    {"tcache.flush", kTcacheIdx}, {"tcache.destroy", kTcacheIdx},
-    {"tcache.create", kTcacheCreate}, {"arenas.create", kArenasCreate},
-    {"arenas.lookup", kLookup}, {"arena.<i>.extent_hooks", kHooks},
+constexpr struct {
+  const char* name;
+  Cls cls;
+} kClasses[] = {
+    {"epoch", kEpoch},
+    {"thread.tcache.enabled", kBoolW},
+    {"thread.arena", kThreadArena},
+    {"background_thread", kBg},
+    {"max_background_threads", kBg},
+    {"arena.<i>.dss", kDss},
+    {"arenas.dirty_decay_ms", kDecayMs},
+    {"arenas.muzzy_decay_ms", kDecayMs},
+    {"arena.<i>.dirty_decay_ms", kDecayMs},
+    {"arena.<i>.muzzy_decay_ms", kDecayMs},
+    {"arena.<i>.oversize_threshold", kSizeW},
+    {"arena.<i>.retain_grow_limit", kSizeW},
+    {"arena.<i>.purge", kVoid},
+    {"arena.<i>.decay", kVoid},
+    {"thread.tcache.flush", kVoid},
+    {"thread.peak.reset", kVoid},
+    {"thread.idle", kVoid},
+    {"stats.mutexes.reset", kVoid},
+    {"arena.<i>.reset", kResetDestroy},
+    {"arena.<i>.destroy", kResetDestroy},
+    {"tcache.flush", kTcacheIdx},
+    {"tcache.destroy", kTcacheIdx},
+    {"tcache.create", kTcacheCreate},
+    {"arenas.create", kArenasCreate},
+    {"arenas.lookup", kLookup},
+    {"arena.<i>.extent_hooks", kHooks},
 };
 
 struct Tmpl {
@@ -74,23 +107,23 @@ struct Tmpl {
   uint8_t depth, nidx, width;  // width: what a read takes (probed), the "correct" *oldlenp
   bool idx[kMaxComp];          // component c is an integer
   Kind kind[kMaxComp];
-  bool mib_ok;                 // mallctlnametomib translated it (indices 0)
+  bool mib_ok;  // mallctlnametomib translated it (indices 0)
   size_t mib[kMaxComp];
 };
 Tmpl g_t[420];
 int g_nt;
 
-Cls classify(const char *n) {
+Cls classify(const char* n) {
   if (std::strncmp(n, "experimental.", 13) == 0) return kExp;
   if (std::strncmp(n, "prof.", 5) == 0 || std::strncmp(n, "thread.prof.", 12) == 0) return kProf;
-  for (const auto &c : kClasses) {
+  for (const auto& c : kClasses) {
     if (std::strcmp(n, c.name) == 0) return c.cls;
   }
   return kRO;
 }
 
 // Splits s at dots into start offsets and lengths; returns the count (at most 32).
-int split(const char *s, size_t *st, size_t *ln) {
+int split(const char* s, size_t* st, size_t* ln) {
   for (size_t i = 0, n = 0;; n++) {
     size_t j = i + std::strcspn(s + i, ".");
     st[n] = i;
@@ -102,10 +135,10 @@ int split(const char *s, size_t *st, size_t *ln) {
 
 // The concrete name of t with index values v[c]; txt[c], when given, replaces the decimal
 // text of index component c.
-void build(const Tmpl &t, const uint64_t *v, char *out, size_t cap,
-           const char *const *txt = nullptr) {
+void build(const Tmpl& t, const uint64_t* v, char* out, size_t cap,
+           const char* const* txt = nullptr) {
   size_t o = 0, c = 0;
-  for (const char *p = t.name; *p && o + 1 < cap; p++) {
+  for (const char* p = t.name; *p && o + 1 < cap; p++) {
     c += *p == '.';
     if (std::strncmp(p, "<i>", 3) != 0) {
       out[o++] = *p;
@@ -119,9 +152,9 @@ void build(const Tmpl &t, const uint64_t *v, char *out, size_t cap,
 }
 
 // The template whose translation mib[0..len) is (named components equal), or -1.
-int match_mib(const size_t *mib, size_t len) {
+int match_mib(const size_t* mib, size_t len) {
   for (int k = 0; k < g_nt; k++) {
-    const Tmpl &t = g_t[k];
+    const Tmpl& t = g_t[k];
     size_t c = 0;
     while (t.mib_ok && t.depth == len && c < len && (t.idx[c] || t.mib[c] == mib[c])) c++;
     if (t.mib_ok && t.depth == len && c == len) return k;
@@ -131,7 +164,7 @@ int match_mib(const size_t *mib, size_t len) {
 
 // Whether the library translates s to a leaf's MIB (a mangled name must not name another leaf:
 // "thread.tcache.flush" without "thread" is tcache.flush).
-bool names_leaf(const char *s) {
+bool names_leaf(const char* s) {
   size_t mib[kMaxComp], n = kMaxComp;
   return mallctlnametomib(s, mib, &n) == 0 && match_mib(mib, n) >= 0;
 }
@@ -146,7 +179,7 @@ struct State {
   int narenas_made, ntc, would_arenas, would_tc;
   void *blocks[4], *lookups[5];  // allocations arenas.lookup is asked about, and the pointers
 } g;
-constexpr const char *kLookupNames[] = {"small", "medium", "medium+8", "large", "huge"};
+constexpr const char* kLookupNames[] = {"small", "medium", "medium+8", "large", "huge"};
 unsigned narenas_now() {
   unsigned n = 0;
   size_t len = sizeof(n);
@@ -159,19 +192,19 @@ bool setup() {
   std::memset(&g, 0, sizeof(g));
   char path[512], text[256];
   std::snprintf(path, sizeof(path), "%s/mallctl-names-5.3.0.txt", JT_DATA_DIR);
-  FILE *f = std::fopen(path, "r");
+  FILE* f = std::fopen(path, "r");
   if (f == nullptr) return false;
   for (g_nt = 0; std::fgets(text, sizeof(text), f) != nullptr && g_nt < 420;) {
     text[std::strcspn(text, "\r\n")] = '\0';
     if (text[0] == '\0' || text[0] == '#') continue;
-    Tmpl &t = g_t[g_nt++];
+    Tmpl& t = g_t[g_nt++];
     std::memset(&t, 0, sizeof(t));
     std::snprintf(t.name, sizeof(t.name), "%s", text);
     t.cls = classify(t.name);
     size_t st[32], ln[32];
     t.depth = (uint8_t)split(t.name, st, ln);
     for (size_t c = 1; c < t.depth; c++) {
-      const char *prev = t.name + st[c - 1];
+      const char* prev = t.name + st[c - 1];
       t.idx[c] = ln[c] == 3 && std::strncmp(t.name + st[c], "<i>", 3) == 0;
       t.nidx += t.idx[c];
       t.kind[c] = std::strncmp(prev, "arena", 5) == 0     ? kArenaI
@@ -187,8 +220,8 @@ bool setup() {
     t.mib_ok = mallctlnametomib(name, t.mib, &n) == 0 && n == t.depth;
     // The width a read takes, probed as a client would; not for actions, creations,
     // arenas.lookup (5.3.0 dereferences the missing input) or experimental.*.
-    bool u = t.cls == kArenasCreate || t.cls == kTcacheCreate || t.cls == kLookup ||
-             t.cls == kTcacheIdx;
+    bool u =
+        t.cls == kArenasCreate || t.cls == kTcacheCreate || t.cls == kLookup || t.cls == kTcacheIdx;
     t.width = u ? 4 : (t.cls == kVoid || t.cls == kResetDestroy) ? 0 : 8;
     int rc = t.width != 8 || t.cls == kExp ? ENOENT : EINVAL;
     for (size_t w = 1, len = 1; rc == EINVAL && w <= 8; w *= w == 1 ? 4 : 2, len = w) {
@@ -198,7 +231,7 @@ bool setup() {
   }
   std::fclose(f);
   g.page = (size_t)sysconf(_SC_PAGESIZE);
-  auto *base = static_cast<unsigned char *>(
+  auto* base = static_cast<unsigned char*>(
       mmap(nullptr, 6 * g.page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   if (g_nt != 395 || base == MAP_FAILED) return false;
   mprotect(base, g.page, PROT_READ | PROT_WRITE);  // [old][none][new (read-only)][none][mib][none]
@@ -211,7 +244,7 @@ bool setup() {
   mallctl("arenas.nlextents", &g.nlext, &len, nullptr, 0);
   const size_t sizes[] = {16, 5000, 100000, (size_t)9 << 20};  // the last: huge arena
   for (int i = 0; i < 4; i++) g.blocks[i] = std::malloc(sizes[i]);
-  void *lk[] = {g.blocks[0], g.blocks[1], (char *)g.blocks[1] + 8, g.blocks[2], g.blocks[3]};
+  void* lk[] = {g.blocks[0], g.blocks[1], (char*)g.blocks[1] + 8, g.blocks[2], g.blocks[3]};
   std::memcpy(g.lookups, lk, sizeof(lk));
   return g.n0 > 0 && g.nbins > 0 && g.nlext > 0;
 }
@@ -228,12 +261,12 @@ bool allowed_index(Cls cls, uint64_t v) {
 }
 
 // An index into a table of n entries: mostly valid, else one past the end or beyond.
-uint64_t table_index(Rng &r, uint64_t n) {
+uint64_t table_index(Rng& r, uint64_t n) {
   const uint64_t valid[] = {0, 1, n - 1, r.below(n)}, odd[] = {n, n, n + 1, 1000, UINT32_MAX};
   return r.chance(60) ? r.pick(valid) : r.pick(odd);
 }
 
-uint64_t pick_index(Rng &r, Kind k, Cls cls) {
+uint64_t pick_index(Rng& r, Kind k, Cls cls) {
   if (k != kArenaI) {  // 5.3.0 has 199 page-size classes and 64 psset bins
     return table_index(r, k == kBinI ? g.nbins : k == kLextI ? g.nlext : k == kExtI ? 199 : 64);
   }
@@ -243,8 +276,8 @@ uint64_t pick_index(Rng &r, Kind k, Cls cls) {
   }
   const uint64_t none[] = {now, now + 1, 4098, UINT32_MAX, 1ull << 32};
   const uint64_t valid[] = {0, 0, 1, g.n0 - 1u};
-  const uint64_t odd[] = {now, now + 1, kAll, kAll, kDestroyed, kDestroyed, 4098, UINT32_MAX,
-                          1ull << 32, UINT64_MAX - 1};
+  const uint64_t odd[] = {now,        now + 1, kAll,       kAll,       kDestroyed,
+                          kDestroyed, 4098,    UINT32_MAX, 1ull << 32, UINT64_MAX - 1};
   if (cls == kResetDestroy) return r.pick(none);
   return r.chance(50) ? r.pick(valid) : r.pick(odd);
 }
@@ -256,28 +289,28 @@ struct Call {
   char desc[48];         // what they are, when typed; "" for random bytes
 };
 
-uint64_t bits_of(const void *p) { return (uint64_t)(uintptr_t)p; }
+uint64_t bits_of(const void* p) { return (uint64_t)(uintptr_t)p; }
 
-void gen_args(Rng &r, const Tmpl &t, Call &c) {
+void gen_args(Rng& r, const Tmpl& t, Call& c) {
   const size_t lens[] = {0, 1, 3, 4, 7, 8, 16}, newlens[] = {0, 1, 4, 8, 16};
   c.oldp_null = r.chance(20);
   c.oldlenp_null = r.chance(15);
   c.oldlen = r.chance(35) ? t.width : r.pick(lens);
   c.newp_null = r.chance(t.cls == kRO ? 75 : 50);
   c.newlen = c.newp_null && r.chance(70) ? 0 : r.pick(newlens);
-  for (auto &b : c.nb) b = (unsigned char)r.next();
+  for (auto& b : c.nb) b = (unsigned char)r.next();
   c.desc[0] = '\0';
   // Random bytes of exactly a writable leaf's width only where any value is harmless.
   size_t w = t.cls == kBoolW ? 1 : (t.cls == kThreadArena || t.cls == kTcacheIdx) ? 4 : 8;
-  bool any_value = t.cls == kRO || t.cls == kEpoch || t.cls == kVoid ||
-                   t.cls == kResetDestroy || t.cls == kTcacheCreate;
+  bool any_value = t.cls == kRO || t.cls == kEpoch || t.cls == kVoid || t.cls == kResetDestroy ||
+                   t.cls == kTcacheCreate;
   if (!c.newp_null && !any_value && c.newlen == w) c.newlen = 16;
   // A typed value for the writable leaves: v, as `w` little-endian bytes.
   static const uint64_t kEpochV[] = {0, 1, UINT64_MAX, 12345}, kBoolV[] = {0, 1},
                         kSizeV[] = {0, 1, 4096, 1 << 20, 8 << 20, 1ull << 30, SIZE_MAX};
-  static const int64_t kDecayV[] = {-2, -1, 0, 1, 10000, 18446744073000, 18446744073001,
-                                    INT64_MAX, INT64_MIN};
-  static const char *const kDssNames[] = {"disabled", "primary", "secondary", "bogus", ""};
+  static const int64_t kDecayV[] = {
+      -2, -1, 0, 1, 10000, 18446744073000, 18446744073001, INT64_MAX, INT64_MIN};
+  static const char* const kDssNames[] = {"disabled", "primary", "secondary", "bogus", ""};
   uint64_t v = 0;
   int live[kMaxMade], n = 0, i = (int)r.below(5);
   for (int k = 0; k < g.ntc; k++) {
@@ -301,35 +334,40 @@ void gen_args(Rng &r, const Tmpl &t, Call &c) {
       v = bits_of(g.lookups[i]);
       std::snprintf(c.desc, sizeof(c.desc), "ptr:%s", kLookupNames[i]);
       if (c.newp_null || c.newlen == 8) c.newp_null = false, c.newlen = 16;  // 5.3.0 looks up
-      break;                                                                // whatever: crash
+      break;                                                                 // whatever: crash
     case kTcacheIdx:
       if (r.chance(60)) c.oldp_null = c.oldlenp_null = true;
-      if (r.chance(15) || n == 0) c.newp_null = c.newp_null || n > 0, w = 0;
-      else v = g.tcaches[live[r.below(n)]];
+      if (r.chance(15) || n == 0)
+        c.newp_null = c.newp_null || n > 0, w = 0;
+      else
+        v = g.tcaches[live[r.below(n)]];
       break;
-    case kVoid: case kResetDestroy:
+    case kVoid:
+    case kResetDestroy:
       if (r.chance(50)) c.oldp_null = c.oldlenp_null = c.newp_null = true, c.newlen = 0;
       break;
-    case kArenasCreate: case kTcacheCreate: {
+    case kArenasCreate:
+    case kTcacheCreate: {
       c.oldlenp_null = false;  // 5.3.0 stores 0 through a NULL oldlenp
       if (r.chance(70)) c.newp_null = true;
       if (t.cls == kTcacheCreate && c.newp_null && r.chance(80)) c.newlen = 0;
       bool creates = !c.oldp_null && c.oldlen == sizeof(unsigned) && c.newp_null &&
                      (t.cls == kArenasCreate || c.newlen == 0);
-      int &would = t.cls == kArenasCreate ? g.would_arenas : g.would_tc;
+      int& would = t.cls == kArenasCreate ? g.would_arenas : g.would_tc;
       if (creates && would >= kMaxMade) c.oldlen = 8;
       if (creates && would < kMaxMade) would++;
       break;
     }
-    case kHooks: if (r.chance(70)) c.newp_null = true; break;
+    case kHooks:
+      if (r.chance(70)) c.newp_null = true;
+      break;
     case kBg: c.newp_null = true; break;
     case kProf: c.newp_null = true, c.newlen = 0; break;
-    case kExp: c.oldp_null = true, c.oldlenp_null = false, c.newp_null = true, c.newlen = 0;
-      break;
+    case kExp: c.oldp_null = true, c.oldlenp_null = false, c.newp_null = true, c.newlen = 0; break;
     default: break;
   }
   constexpr unsigned kTyped = 1u << kEpoch | 1u << kBoolW | 1u << kSizeW | 1u << kDecayMs |
-                             1u << kThreadArena | 1u << kDss | 1u << kLookup | 1u << kTcacheIdx;
+                              1u << kThreadArena | 1u << kDss | 1u << kLookup | 1u << kTcacheIdx;
   if (w == 0 || !(kTyped >> t.cls & 1) || !r.chance(60)) return (void)(c.desc[0] = '\0');
   if (c.desc[0] == '\0') {
     std::snprintf(c.desc, sizeof(c.desc), t.cls == kDecayMs ? "val:%lld" : "val:%llu",
@@ -342,12 +380,18 @@ void gen_args(Rng &r, const Tmpl &t, Call &c) {
   while (c.newlen == w && r.chance(20)) c.newlen = r.pick(wrong);  // sometimes the wrong length
 }
 
-void put_args(const Call &c) {
+void put_args(const Call& c) {
   put(" old=%s oldlen=", c.oldp_null ? "NULL" : "buf");
-  if (c.oldlenp_null) put("NULL"); else put("%zu", c.oldlen);
-  if (c.newp_null) put(" new=NULL");
-  else if (c.desc[0] != '\0') put(" new=%s", c.desc);
-  else put(" new=x");
+  if (c.oldlenp_null)
+    put("NULL");
+  else
+    put("%zu", c.oldlen);
+  if (c.newp_null)
+    put(" new=NULL");
+  else if (c.desc[0] != '\0')
+    put(" new=%s", c.desc);
+  else
+    put(" new=x");
   for (size_t i = 0; !c.newp_null && !c.desc[0] && i < c.newlen; i++) put("%02x", c.nb[i]);
   put(" newlen=%zu", c.newlen);
 }
@@ -362,12 +406,12 @@ struct Result {
 // Runs fn(oldp, oldlenp, newp, newlen) with c's arguments against the guard pages, checks the
 // canaries, appends the result to the line.
 template <class F>
-Result exec(const Call &c, F &&fn) {
+Result exec(const Call& c, F&& fn) {
   jt::diff::mark();
   size_t len = c.oldlen, room = c.oldlenp_null ? 0 : c.oldlen;
-  unsigned char *oldp = c.oldp_null ? nullptr : g.old_end - room;
+  unsigned char* oldp = c.oldp_null ? nullptr : g.old_end - room;
   if (oldp) std::memset(oldp, 0xa5, room);
-  void *newp = c.newp_null ? nullptr : g.new_end - c.newlen;
+  void* newp = c.newp_null ? nullptr : g.new_end - c.newlen;
   if (newp) {
     mprotect(g.new_page, g.page, PROT_READ | PROT_WRITE);
     std::memcpy(newp, c.nb, c.newlen);
@@ -375,20 +419,23 @@ Result exec(const Call &c, F &&fn) {
   }
   Result res{fn(oldp, c.oldlenp_null ? nullptr : &len, newp, c.newlen), 0, 0, false};
   res.len = len;
-  const char *bad = oldp && !c.oldlenp_null && len > c.oldlen ? "*oldlenp grew" : nullptr;
+  const char* bad = oldp && !c.oldlenp_null && len > c.oldlen ? "*oldlenp grew" : nullptr;
   for (size_t i = len; oldp && !c.oldlenp_null && i < c.oldlen; i++) {
     if (oldp[i] != 0xa5) bad = "wrote past the returned *oldlenp";
   }
   if (oldp && !c.oldlenp_null && len >= 4 && !bad) std::memcpy(&res.val, oldp, 4);
   put(" -> rc=%d len=", res.rc);
-  if (c.oldlenp_null) put("-"); else put("%zu", len);
+  if (c.oldlenp_null)
+    put("-");
+  else
+    put("%zu", len);
   if (bad) put(" BAD(%s)", bad);
   res.bad = bad != nullptr;
   return res;
 }
 
 // Follows what the stream created: arenas and explicit tcaches it may reset, flush, destroy.
-void track(const Tmpl &t, const Call &c, const Result &res) {
+void track(const Tmpl& t, const Call& c, const Result& res) {
   bool got = res.rc == 0 && !c.oldp_null && !c.oldlenp_null && res.len == sizeof(unsigned);
   unsigned v = res.val;
   if (t.cls == kArenasCreate && got) {
@@ -405,7 +452,7 @@ void track(const Tmpl &t, const Call &c, const Result &res) {
 }
 
 // Mangles a valid name; returns what it did.
-const char *mutate(Rng &r, char *s, size_t cap) {
+const char* mutate(Rng& r, char* s, size_t cap) {
   size_t st[32], ln[32], at;
   int n = split(s, st, ln), k = (int)r.below(n);
   char tmp[1024], fill[301] = {};
@@ -440,10 +487,10 @@ const char *mutate(Rng &r, char *s, size_t cap) {
 
 // A third of the picks are uniform (stats.* dominate the list), a third go to the leaves that
 // act or take writes, a third to the other read-only ones. Then indices for it.
-const Tmpl &pick_tmpl(Rng &r, bool need_mib, uint64_t *v, char *canon, size_t cap) {
+const Tmpl& pick_tmpl(Rng& r, bool need_mib, uint64_t* v, char* canon, size_t cap) {
   unsigned bias = (unsigned)r.below(3);
   for (;;) {
-    const Tmpl &t = g_t[r.below(g_nt)];
+    const Tmpl& t = g_t[r.below(g_nt)];
     bool acts = t.cls != kRO && t.cls != kProf && t.cls != kExp;
     if ((need_mib && !t.mib_ok) || (bias == 1 && !acts) ||
         (bias == 2 && (acts || std::strncmp(t.name, "stats.", 6) == 0))) {
@@ -457,12 +504,12 @@ const Tmpl &pick_tmpl(Rng &r, bool need_mib, uint64_t *v, char *canon, size_t ca
 
 // A name for t: mangled (never into another leaf's name), with an index written unusually, or
 // plain. Returns what was done to it, or null.
-const char *make_name(Rng &r, const Tmpl &t, const uint64_t *v, const char *canon, char *name,
+const char* make_name(Rng& r, const Tmpl& t, const uint64_t* v, const char* canon, char* name,
                       size_t cap) {
   std::snprintf(name, cap, "%s", canon);
   unsigned roll = (unsigned)r.below(100);
   if (roll < 20) {
-    const char *how = mutate(r, name, cap);
+    const char* how = mutate(r, name, cap);
     if (!names_leaf(name)) return how;
     std::snprintf(name, cap, "%s", canon);
     return nullptr;
@@ -471,14 +518,15 @@ const char *make_name(Rng &r, const Tmpl &t, const uint64_t *v, const char *cano
   // 5.3.0 reads an index like strtoumax: blanks, a sign (-x is 2^64 - x), digits up to the first
   // non-digit, and a "0" followed by neither an octal digit nor "x<hex>" as 0 -- so "0x.." and
   // "08" read as 0: the last three forms never for reset/destroy.
-  static const char *const kForms[] = {" %llu", "+%llu", "%llux", "%llu ", "-%llu",
-                                       "%llu99999999999999999999", "0%llu", "0x%llx", ""};
+  static const char* const kForms[] = {" %llu", "+%llu",  "%llux",
+                                       "%llu ", "-%llu",  "%llu99999999999999999999",
+                                       "0%llu", "0x%llx", ""};
   size_t c = 0;
   for (unsigned k = (unsigned)r.below(t.nidx) + 1; k > 0; c++) k -= t.idx[c];
   char text[64];
-  const char *form = kForms[r.below(t.cls == kResetDestroy ? 6 : 9)];
+  const char* form = kForms[r.below(t.cls == kResetDestroy ? 6 : 9)];
   std::snprintf(text, sizeof(text), form, (unsigned long long)v[--c]);
-  const char *txt[kMaxComp] = {};
+  const char* txt[kMaxComp] = {};
   txt[c] = text;
   build(t, v, name, cap, txt);
   return "index-text";
@@ -486,18 +534,18 @@ const char *make_name(Rng &r, const Tmpl &t, const uint64_t *v, const char *cano
 
 // mallctl by name, or mallctlnametomib with a short, exact or long *miblenp (the MIB array
 // ends at a guard page).
-void op_name(Rng &r, int seq, bool n2m) {
+void op_name(Rng& r, int seq, bool n2m) {
   uint64_t v[kMaxComp];
   char canon[160], name[1024];
-  const Tmpl &t = pick_tmpl(r, false, v, canon, sizeof(canon));
-  const char *how = make_name(r, t, v, canon, name, sizeof(name));
+  const Tmpl& t = pick_tmpl(r, false, v, canon, sizeof(canon));
+  const char* how = make_name(r, t, v, canon, name, sizeof(name));
   put("%05d %s %s | name=", seq, n2m ? "n2m" : "ctl", canon);
   put_escaped(name);
   if (how) put(" (%s)", how);
   if (n2m) {
     const size_t lens[] = {0, 1, t.depth - 1u, t.depth, t.depth, t.depth + 1u, 8, 16};
     size_t in = r.pick(lens), n = in;
-    size_t *mib = reinterpret_cast<size_t *>(g.mib_end) - in;
+    size_t* mib = reinterpret_cast<size_t*>(g.mib_end) - in;
     for (size_t i = 0; i < in; i++) mib[i] = 0xa5a5a5a5a5a5a5a5ull;
     put(" miblen=%zu", in);
     jt::diff::mark();
@@ -510,16 +558,15 @@ void op_name(Rng &r, int seq, bool n2m) {
   Call c;
   gen_args(r, t, c);
   put_args(c);
-  Result res = exec(c, [&](void *o, size_t *ol, void *nw, size_t nl) {
-    return mallctl(name, o, ol, nw, nl);
-  });
+  Result res = exec(
+      c, [&](void* o, size_t* ol, void* nw, size_t nl) { return mallctl(name, o, ol, nw, nl); });
   track(t, c, res);
   finish(res.bad);
 }
 // The name of a MIB that is not 5.3.0's but one of our additions after 5.3.0's siblings
 // (doc/mallctl.md, "Our additions"), so that the comparison can excuse it by name; "?" for any
 // other MIB outside the golden tree.
-const char *our_addition(const size_t *mib, size_t len) {
+const char* our_addition(const size_t* mib, size_t len) {
   if (len == 3 && mib[0] == 8 && mib[2] == 11) return "arena.*.bounded_coalesce";
   if (len == 2 && mib[0] == 9 && mib[1] == 13) return "arenas.bounded_coalesce";
   return "?";
@@ -527,10 +574,10 @@ const char *our_addition(const size_t *mib, size_t len) {
 
 // mallctlbymib: a translated MIB with the indices written into it (the partial-MIB idiom), or
 // a mangled one: components replaced, cut short, or made longer than any path.
-void op_bymib(Rng &r, int seq, bool mangle) {
+void op_bymib(Rng& r, int seq, bool mangle) {
   uint64_t v[kMaxComp];
   char canon[160];
-  const Tmpl &t0 = pick_tmpl(r, true, v, canon, sizeof(canon));
+  const Tmpl& t0 = pick_tmpl(r, true, v, canon, sizeof(canon));
   size_t mib[16], len = t0.depth;
   for (size_t c = 0; c < t0.depth; c++) mib[c] = t0.idx[c] ? v[c] : t0.mib[c];
   const size_t odd[] = {40, 1000, UINT32_MAX, SIZE_MAX}, lens[] = {t0.depth, 8, 16};
@@ -555,7 +602,7 @@ void op_bymib(Rng &r, int seq, bool mangle) {
   bool overlong = past != 0 && jt::diff::g_out == nullptr && !jt::is_reference();
   Call c;
   if (leaf >= 0) {
-    const Tmpl &t = g_t[leaf];
+    const Tmpl& t = g_t[leaf];
     for (size_t k = 0; k < t.depth; k++) {
       bool bad = t.idx[k] && t.kind[k] == kArenaI && !allowed_index(t.cls, mib[k]);
       v[k] = mib[k] = bad ? narenas_now() : mib[k];
@@ -574,7 +621,7 @@ void op_bymib(Rng &r, int seq, bool mangle) {
   for (size_t k = 0; k < len; k++) put(k ? ",%zu" : "%zu", mib[k]);
   put(" miblen=%zu", len);
   put_args(c);
-  Result res = exec(c, [&](void *o, size_t *ol, void *n, size_t nl) {
+  Result res = exec(c, [&](void* o, size_t* ol, void* n, size_t nl) {
     return mallctlbymib(mib, len, o, ol, n, nl);
   });
   if (overlong && res.rc != ENOENT) put(" BAD(a MIB past a leaf must be ENOENT)");
@@ -610,21 +657,23 @@ void post_check() {
     }
     put("post reuse %s.create.reuse | create a, b; destroy a, b; create -> rc=%d %s",
         tc ? "tcache" : "arenas", rc | destroy(idx[2]),
-        idx[2] == idx[1] ? "b" : idx[2] == idx[0] ? "a" : "new");
+        idx[2] == idx[1]   ? "b"
+        : idx[2] == idx[0] ? "a"
+                           : "new");
     finish(false);
   }
-  const char *what = nullptr;
+  const char* what = nullptr;
   const int flags[] = {0, MALLOCX_ZERO, MALLOCX_ALIGN(64), MALLOCX_ALIGN(4096) | MALLOCX_ZERO};
   for (size_t n : {1, 8, 100, 4096, 20000, 100000, 1 << 20, 9 << 20}) {
-    auto *p = static_cast<unsigned char *>(std::malloc(n));
+    auto* p = static_cast<unsigned char*>(std::malloc(n));
     if (p == nullptr || malloc_usable_size(p) < n) what = "malloc";
     if (p == nullptr) break;
     jt::fill_pattern(p, n, p);
-    auto *q = static_cast<unsigned char *>(std::realloc(p, 2 * n));
+    auto* q = static_cast<unsigned char*>(std::realloc(p, 2 * n));
     if (q == nullptr || jt::check_pattern(q, n, p) != n) what = "realloc";
     std::free(q ? q : p);
     for (int f : flags) {
-      void *x = mallocx(n, f);
+      void* x = mallocx(n, f);
       if (x == nullptr || (uintptr_t)x % ((size_t)1 << (f & 0x3f)) != 0) what = "mallocx";
       if (x == nullptr) continue;
       if ((f & MALLOCX_ZERO) && jt::first_nonzero(x, n) != n) what = "MALLOCX_ZERO";
@@ -637,7 +686,7 @@ void post_check() {
   finish(what != nullptr);
   size_t st[4] = {}, len = sizeof(size_t);
   int rc = jt::refresh_stats() ? 0 : -1, i = 0;
-  for (const char *n : {"stats.allocated", "stats.active", "stats.resident", "stats.mapped"}) {
+  for (const char* n : {"stats.allocated", "stats.active", "stats.resident", "stats.mapped"}) {
     rc |= mallctl(n, &st[i++], &len, nullptr, 0);
   }
   bool ok = rc == 0 && st[0] > 0 && st[0] <= st[1] && st[1] <= st[2] && st[1] <= st[3];
@@ -645,11 +694,11 @@ void post_check() {
       ok ? "ok" : "FAIL");
   if (!ok) put(" (rc %d: %zu %zu %zu %zu)", rc, st[0], st[1], st[2], st[3]);
   finish(!ok);
-  for (void *p : g.blocks) std::free(p);
+  for (void* p : g.blocks) std::free(p);
 }
 
 // The whole stream; lines go to out (null: checks only). Returns false on a failure.
-bool run_stream(FILE *out) {
+bool run_stream(FILE* out) {
   jt::diff::begin(out);
   if (!setup()) {
     FAIL_MSG("setup failed (name list in %s, mmap)", JT_DATA_DIR);
@@ -657,15 +706,17 @@ bool run_stream(FILE *out) {
   }
   int nmib = 0;
   for (int k = 0; k < g_nt; k++) nmib += g_t[k].mib_ok;
-  put("setup setup setup | narenas=%u nbins=%u nlextents=%u names=%d translated=%d", g.n0,
-      g.nbins, g.nlext, g_nt, nmib);
+  put("setup setup setup | narenas=%u nbins=%u nlextents=%u names=%d translated=%d", g.n0, g.nbins,
+      g.nlext, g_nt, nmib);
   finish(false);
   jt::diff::CrashReport crash_report;
   for (int i = 0; i < kCalls; i++) {
     Rng r{kSeed * 1000003 + (uint64_t)i};
     unsigned op = (unsigned)r.below(100);
-    if (op < 70) op_name(r, i, op >= 55);
-    else op_bymib(r, i, op >= 85);
+    if (op < 70)
+      op_name(r, i, op >= 55);
+    else
+      op_bymib(r, i, op >= 85);
   }
   jt::diff::mark("the post-check");
   post_check();
@@ -676,7 +727,7 @@ bool run_stream(FILE *out) {
 // Entries are differential.h's: glob on the canonical name (a line's third field), args, unless
 // (kNoN2m: not for mallctlnametomib lines), why.
 using jt::diff::Excl;
-constexpr const char *kNoN2m = " n2m ";
+constexpr const char* kNoN2m = " n2m ";
 
 // Documented differences (doc/compat.md#<anchor>): a differing line whose canonical name
 // matches is not a failure. Names answering ENOENT here still translate with
@@ -725,11 +776,11 @@ TEST(same_results_as_5_3_0) { jt::diff::compare_with_reference(kDocumented, kKno
 // The stream under option variants (differential.h): only options that leave the call pattern
 // deterministic (the stream reads no placement and no statistic value). Not percpu_arena:percpu:
 // which arenas exist (the stream addresses arena 1) follows the CPU the thread runs on.
-constexpr const char *kConfs[] = {"narenas:1", "tcache:false", "oversize_threshold:0",
+constexpr const char* kConfs[] = {"narenas:1", "tcache:false", "oversize_threshold:0",
                                   "background_thread:false", "dirty_decay_ms:0"};
 
 TEST(same_results_under_options) {
   jt::diff::compare_with_reference_under(kConfs, kDocumented, kKnownBugs);
 }
 
-int main(int argc, char **argv) { return jt::diff::main(argc, argv, run_stream); }
+int main(int argc, char** argv) { return jt::diff::main(argc, argv, run_stream); }

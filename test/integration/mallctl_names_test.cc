@@ -62,8 +62,7 @@ bool absent_here(const std::string& n) {
   if (absent_in_reference(n) || starts(n, "prof.") || starts(n, "opt.prof") ||
       starts(n, "thread.prof.") ||
       (starts(n, "experimental.") && !starts(n, "experimental.utilization.")) ||
-      n == "opt.lg_prof_sample" ||
-      n == "opt.lg_prof_interval") {
+      n == "opt.lg_prof_sample" || n == "opt.lg_prof_interval") {
     return true;
   }
   return false;
@@ -161,7 +160,7 @@ TEST(opt_values_have_5_3_0_widths) {
     if (absent_here(n)) continue;
     size_t want = std::strcmp(kind, "bool") == 0  ? sizeof(bool)
                   : std::strcmp(kind, "u32") == 0 ? sizeof(uint32_t)
-                                                   : sizeof(uint64_t);  // 8 bytes or a string
+                                                  : sizeof(uint64_t);  // 8 bytes or a string
     size_t width;
     int rc = read_any(n, &width);
     if (rc != 0 || width != want) {

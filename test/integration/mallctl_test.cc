@@ -1,5 +1,5 @@
-// mallctl_test: the mallctl names real programs use (doc/mallctl.md): version, epoch, arenas.*, arena.<i>.*, thread.*, tcache.*,
-// stats.*, opt.*, and mallctl's error codes.
+// mallctl_test: the mallctl names real programs use (doc/mallctl.md): version, epoch, arenas.*,
+// arena.<i>.*, thread.*, tcache.*, stats.*, opt.*, and mallctl's error codes.
 #include "harness.h"
 
 namespace {
@@ -17,14 +17,14 @@ unsigned create_arena() {
   return a;
 }
 
-unsigned lookup_arena(void *p) {
+unsigned lookup_arena(void* p) {
   unsigned a = UINT_MAX;
   size_t len = sizeof(a);
   if (mallctl("arenas.lookup", &a, &len, &p, sizeof(p)) != 0) return UINT_MAX;
   return a;
 }
 
-int action(const char *name) { return mallctl(name, nullptr, nullptr, nullptr, 0); }
+int action(const char* name) { return mallctl(name, nullptr, nullptr, nullptr, 0); }
 
 unsigned ncpus_online() { return (unsigned)sysconf(_SC_NPROCESSORS_ONLN); }
 
@@ -38,12 +38,12 @@ unsigned ncpus_affinity() {
 }  // namespace
 
 TEST(version_string) {
-  const char *v = nullptr;
+  const char* v = nullptr;
   ASSERT_EQ(jt::ctl_get("version", &v), 0);
   ASSERT_NOT_NULL(v);
   EXPECT_EQ(std::strncmp(v, "5.3.0-", 6), 0);
   // The string is "5.3.0-<nrev>-g<gid>".
-  const char *g = std::strstr(v, "-g");
+  const char* g = std::strstr(v, "-g");
   EXPECT_NOT_NULL(g);
 }
 
@@ -78,8 +78,7 @@ TEST(arenas_narenas_and_opt) {
     unsigned on = ncpus_online(), af = ncpus_affinity();
     unsigned want_on = on == 1 ? 1 : 4 * on, want_af = af == 1 ? 1 : 4 * af;
     if (opt != want_on && opt != want_af) {
-      FAIL_MSG("opt.narenas %u, expected 4 x CPUs (%u online, %u in affinity mask)", opt, on,
-               af);
+      FAIL_MSG("opt.narenas %u, expected 4 x CPUs (%u online, %u in affinity mask)", opt, on, af);
     }
   }
 }
@@ -90,8 +89,8 @@ TEST(arenas_create_and_lookup) {
   ASSERT_NE(a, UINT_MAX);
   EXPECT_GE(a, before);  // manual arenas come after the automatic ones
   EXPECT_EQ(narenas(), a + 1);
-  void *small = mallocx(64, MALLOCX_ARENA(a) | MALLOCX_TCACHE_NONE);
-  void *large = mallocx(100000, MALLOCX_ARENA(a));
+  void* small = mallocx(64, MALLOCX_ARENA(a) | MALLOCX_TCACHE_NONE);
+  void* large = mallocx(100000, MALLOCX_ARENA(a));
   ASSERT_NOT_NULL(small);
   ASSERT_NOT_NULL(large);
   EXPECT_EQ(lookup_arena(small), a);
@@ -104,13 +103,12 @@ TEST(arenas_create_and_lookup) {
   EXPECT_EQ(jt::ctl_get(jt::ctl_name(name, "arena.%u.initialized", a), &init), 0);
   EXPECT_TRUE(init);
   size_t large_alloc = 0;
-  EXPECT_EQ(jt::ctl_get(jt::ctl_name(name, "stats.arenas.%u.large.allocated", a),
-                        &large_alloc), 0);
+  EXPECT_EQ(jt::ctl_get(jt::ctl_name(name, "stats.arenas.%u.large.allocated", a), &large_alloc), 0);
   EXPECT_GE(large_alloc, nallocx(100000, 0));
   dallocx(small, MALLOCX_TCACHE_NONE);
   dallocx(large, 0);
   // A pointer from malloc lives in some existing arena.
-  void *p = malloc(10);
+  void* p = malloc(10);
   ASSERT_NOT_NULL(p);
   EXPECT_LT(lookup_arena(p), narenas());
   free(p);
@@ -128,7 +126,7 @@ TEST(arenas_create_wrong_oldlen) {
 TEST(arena_purge_and_decay) {
   unsigned a = create_arena();
   ASSERT_NE(a, UINT_MAX);
-  void *p = mallocx(1 << 20, MALLOCX_ARENA(a));
+  void* p = mallocx(1 << 20, MALLOCX_ARENA(a));
   ASSERT_NOT_NULL(p);
   std::memset(p, 1, 1 << 20);
   dallocx(p, 0);
@@ -174,8 +172,9 @@ TEST(arena_decay_ms) {
   // Values below -1 are rejected.
   EXPECT_EQ(jt::ctl_set(name, (ssize_t)-2), EFAULT);
   // "All arenas" is not supported here.
-  EXPECT_EQ(jt::ctl_set(jt::ctl_name(name, "arena.%d.dirty_decay_ms", MALLCTL_ARENAS_ALL),
-                        (ssize_t)1000), EFAULT);
+  EXPECT_EQ(
+      jt::ctl_set(jt::ctl_name(name, "arena.%d.dirty_decay_ms", MALLCTL_ARENAS_ALL), (ssize_t)1000),
+      EFAULT);
   // arenas.dirty_decay_ms: default for arenas created later.
   ssize_t saved = dflt;
   EXPECT_EQ(jt::ctl_set("arenas.dirty_decay_ms", (ssize_t)4321), 0);
@@ -194,7 +193,7 @@ TEST(arena_decay_ms) {
 TEST(arena_destroy) {
   unsigned a = create_arena();
   ASSERT_NE(a, UINT_MAX);
-  void *p = mallocx(5000, MALLOCX_ARENA(a) | MALLOCX_TCACHE_NONE);
+  void* p = mallocx(5000, MALLOCX_ARENA(a) | MALLOCX_TCACHE_NONE);
   ASSERT_NOT_NULL(p);
   dallocx(p, MALLOCX_TCACHE_NONE);
   char name[128];
@@ -233,7 +232,7 @@ TEST(thread_arena) {
   ASSERT_EQ(jt::ctl_get("thread.arena", &now), 0);
   EXPECT_EQ(now, a);
   // Allocations not served from the tcache now come from arena a.
-  void *p = malloc(1 << 20);
+  void* p = malloc(1 << 20);
   ASSERT_NOT_NULL(p);
   EXPECT_EQ(lookup_arena(p), a);
   free(p);
@@ -255,26 +254,26 @@ struct CounterShare {
   pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
   pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
   int stage = 0;
-  uint64_t *allocatedp = nullptr;
-  uint64_t *deallocatedp = nullptr;
-  void *block = nullptr;
+  uint64_t* allocatedp = nullptr;
+  uint64_t* deallocatedp = nullptr;
+  void* block = nullptr;
 };
 
-void wait_stage(CounterShare *s, int stage) {
+void wait_stage(CounterShare* s, int stage) {
   pthread_mutex_lock(&s->mu);
   while (s->stage < stage) pthread_cond_wait(&s->cv, &s->mu);
   pthread_mutex_unlock(&s->mu);
 }
 
-void set_stage(CounterShare *s, int stage) {
+void set_stage(CounterShare* s, int stage) {
   pthread_mutex_lock(&s->mu);
   s->stage = stage;
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
 }
 
-void *counter_thread(void *arg) {
-  CounterShare *s = static_cast<CounterShare *>(arg);
+void* counter_thread(void* arg) {
+  CounterShare* s = static_cast<CounterShare*>(arg);
   size_t len = sizeof(s->allocatedp);
   mallctl("thread.allocatedp", &s->allocatedp, &len, nullptr, 0);
   len = sizeof(s->deallocatedp);
@@ -297,7 +296,7 @@ TEST(thread_allocated_counters) {
   uint64_t a0 = 0, a1 = 0, d0 = 0, d1 = 0;
   ASSERT_EQ(jt::ctl_get("thread.allocated", &a0), 0);
   ASSERT_EQ(jt::ctl_get("thread.deallocated", &d0), 0);
-  void *p = malloc(1);  // folly's jemalloc detection
+  void* p = malloc(1);  // folly's jemalloc detection
   jt::escape(p);
   ASSERT_EQ(jt::ctl_get("thread.allocated", &a1), 0);
   EXPECT_EQ(a1 - a0, 8u);
@@ -317,7 +316,7 @@ TEST(thread_allocated_counters) {
   uint64_t dbefore = *dp;
   free(p);
   EXPECT_EQ(*dp - dbefore, 8u);
-  uint64_t *ap2 = nullptr;
+  uint64_t* ap2 = nullptr;
   ASSERT_EQ(jt::ctl_get("thread.allocatedp", &ap2), 0);
   EXPECT_EQ(ap2, ap);  // stable for the thread's life
   // Large allocations count their usable size too.
@@ -338,7 +337,7 @@ TEST(thread_allocated_read_from_other_thread) {
   wait_stage(&s, 1);
   EXPECT_NOT_NULL(s.allocatedp);
   EXPECT_NOT_NULL(s.deallocatedp);
-  uint64_t *mine = nullptr;
+  uint64_t* mine = nullptr;
   jt::ctl_get("thread.allocatedp", &mine);
   if (s.allocatedp != nullptr && s.deallocatedp != nullptr) {
     EXPECT_NE(s.allocatedp, mine);  // per-thread counters
@@ -369,7 +368,7 @@ TEST(thread_tcache_enabled_and_flush) {
     EXPECT_EQ(jt::ctl_set("thread.tcache.enabled", false), 0);
     ASSERT_EQ(jt::ctl_get("thread.tcache.enabled", &en), 0);
     EXPECT_FALSE(en);
-    void *p = malloc(100);  // still works without a cache
+    void* p = malloc(100);  // still works without a cache
     ASSERT_NOT_NULL(p);
     free(p);
     EXPECT_EQ(action("thread.tcache.flush"), EFAULT);  // no cache to flush
@@ -387,9 +386,9 @@ TEST(thread_tcache_enabled_and_flush) {
   // A freed small block is reused by the next same-class request when the
   // tcache is on (LIFO).
   if (opt) {
-    void *p = malloc(48);
+    void* p = malloc(48);
     free(p);
-    void *q = malloc(48);
+    void* q = malloc(48);
     EXPECT_EQ(q, p);
     free(q);
   }
@@ -398,7 +397,7 @@ TEST(thread_tcache_enabled_and_flush) {
 TEST(tcache_create_flush_destroy) {
   unsigned tc = UINT_MAX;
   ASSERT_EQ(jt::ctl_get("tcache.create", &tc), 0);
-  void *p = mallocx(200, MALLOCX_TCACHE(tc));
+  void* p = mallocx(200, MALLOCX_TCACHE(tc));
   ASSERT_NOT_NULL(p);
   dallocx(p, MALLOCX_TCACHE(tc));
   EXPECT_EQ(mallctl("tcache.flush", nullptr, nullptr, &tc, sizeof(tc)), 0);
@@ -425,7 +424,7 @@ TEST(tcache_create_flush_destroy) {
   unsigned a = create_arena();
   ASSERT_NE(a, UINT_MAX);
   ASSERT_EQ(jt::ctl_get("tcache.create", &tc), 0);
-  void *blocks[100];
+  void* blocks[100];
   for (int i = 0; i < 100; i++) {
     blocks[i] = mallocx(64 + (size_t)i * 100, MALLOCX_ARENA(a) | MALLOCX_TCACHE(tc));
     ASSERT_NOT_NULL(blocks[i]);
@@ -456,10 +455,10 @@ TEST(stats_invariants) {
   // Per-arena pages, all-arenas view and its alias.
   char name[128];
   size_t pactive = 0, pactive_alias = 0;
-  EXPECT_EQ(jt::ctl_get(jt::ctl_name(name, "stats.arenas.%d.pactive", MALLCTL_ARENAS_ALL),
-                        &pactive), 0);
-  EXPECT_EQ(jt::ctl_get(jt::ctl_name(name, "stats.arenas.%u.pactive", narenas()),
-                        &pactive_alias), 0);
+  EXPECT_EQ(
+      jt::ctl_get(jt::ctl_name(name, "stats.arenas.%d.pactive", MALLCTL_ARENAS_ALL), &pactive), 0);
+  EXPECT_EQ(jt::ctl_get(jt::ctl_name(name, "stats.arenas.%u.pactive", narenas()), &pactive_alias),
+            0);
   EXPECT_EQ(pactive, pactive_alias);
   EXPECT_EQ(pactive * 4096, active);
 }
@@ -470,7 +469,7 @@ TEST(stats_follow_allocation) {
   ASSERT_EQ(jt::ctl_get("stats.allocated", &a0), 0);
   ASSERT_EQ(jt::ctl_get("stats.active", &act0), 0);
   const size_t kBig = (size_t)4 << 20;
-  void *p = malloc(kBig);
+  void* p = malloc(kBig);
   ASSERT_NOT_NULL(p);
   std::memset(p, 3, kBig);
   ASSERT_TRUE(jt::refresh_stats());
@@ -518,17 +517,17 @@ TEST(opt_main_options) {
   EXPECT_EQ(b, jt::conf_bool("tcache", true));
 
   struct StrOpt {
-    const char *name;
-    const char *want;
+    const char* name;
+    const char* want;
   };
   static const StrOpt strs[] = {
-      {"opt.dss", "secondary"},          {"opt.junk", "false"},
-      {"opt.zero_realloc", "free"},      {"opt.thp", "default"},
-      {"opt.metadata_thp", "disabled"},  {"opt.percpu_arena", "disabled"},
-      {"opt.stats_print_opts", ""},      {"opt.stats_interval_opts", ""},
+      {"opt.dss", "secondary"},         {"opt.junk", "false"},
+      {"opt.zero_realloc", "free"},     {"opt.thp", "default"},
+      {"opt.metadata_thp", "disabled"}, {"opt.percpu_arena", "disabled"},
+      {"opt.stats_print_opts", ""},     {"opt.stats_interval_opts", ""},
   };
-  for (const StrOpt &o : strs) {
-    const char *v = nullptr;
+  for (const StrOpt& o : strs) {
+    const char* v = nullptr;
     EXPECT_EQ(jt::ctl_get(o.name, &v), 0);
     if (v == nullptr || std::strcmp(v, o.want) != 0) {
       FAIL_MSG("%s = \"%s\", expected \"%s\"", o.name, v ? v : "(null)", o.want);
@@ -620,7 +619,7 @@ TEST(error_einval_wrong_oldlen) {
   ASSERT_EQ(jt::ctl_get("opt.narenas", &narenas_opt), 0);
   EXPECT_EQ(mallctl("opt.narenas", &wide, &len, nullptr, 0), EINVAL);
   EXPECT_EQ(len, sizeof(unsigned));
-  EXPECT_EQ((uint32_t)wide, narenas_opt);  // the value was copied
+  EXPECT_EQ((uint32_t)wide, narenas_opt);          // the value was copied
   EXPECT_EQ((uint32_t)(wide >> 32), 0xdeadbeefu);  // and nothing beyond it
   // Too narrow: as much as fits is copied (Arrow probes uint64 then uint32).
   jt::refresh_stats();
@@ -663,7 +662,7 @@ TEST(error_enoent) {
 }
 
 TEST(error_eperm) {
-  const char *sv = "x";
+  const char* sv = "x";
   EXPECT_EQ(jt::ctl_set("version", sv), EPERM);
   size_t z = 1;
   EXPECT_EQ(jt::ctl_set("arenas.page", z), EPERM);
@@ -722,8 +721,8 @@ struct PrintSink {
   char tail[64] = {0};
 };
 
-void sink_cb(void *opaque, const char *s) {
-  PrintSink *k = static_cast<PrintSink *>(opaque);
+void sink_cb(void* opaque, const char* s) {
+  PrintSink* k = static_cast<PrintSink*>(opaque);
   size_t n = std::strlen(s);
   k->calls++;
   k->bytes += n;
@@ -770,7 +769,7 @@ TEST(malloc_stats_print_callback) {
 // in a slab and for a large block (a manual arena without caches, so the slab's and the bin's
 // counts are exactly what this test allocated).
 struct UtilVerbose {
-  void *slabcur_addr;
+  void* slabcur_addr;
   size_t nfree, nregs, size, bin_nfree, bin_nregs;
 };
 struct Util {
@@ -785,24 +784,24 @@ TEST(experimental_utilization_query) {
   size_t slab = 0;
   ASSERT_EQ(jt::ctl_get("arenas.bin.4.nregs", &nregs), 0);  // the 64-byte class
   ASSERT_EQ(jt::ctl_get("arenas.bin.4.slab_size", &slab), 0);
-  void *small[3];
-  for (void *&p : small) {
+  void* small[3];
+  for (void*& p : small) {
     p = mallocx(64, flags);
     ASSERT_NOT_NULL(p);
   }
-  void *large = mallocx(100000, flags);
+  void* large = mallocx(100000, flags);
   ASSERT_NOT_NULL(large);
 
   UtilVerbose v{};
   size_t len = sizeof(v);
-  ASSERT_EQ(mallctl("experimental.utilization.query", &v, &len, &small[1], sizeof(void *)), 0);
+  ASSERT_EQ(mallctl("experimental.utilization.query", &v, &len, &small[1], sizeof(void*)), 0);
   EXPECT_EQ(v.nregs, nregs);
   EXPECT_EQ(v.nfree, nregs - 3);
   EXPECT_EQ(v.size, slab);
   EXPECT_EQ(v.bin_nregs, nregs);
   EXPECT_EQ(v.bin_nfree, nregs - 3);
   EXPECT_TRUE(v.slabcur_addr == small[0]);  // the fresh slab's first region is its start
-  ASSERT_EQ(mallctl("experimental.utilization.query", &v, &len, &large, sizeof(void *)), 0);
+  ASSERT_EQ(mallctl("experimental.utilization.query", &v, &len, &large, sizeof(void*)), 0);
   EXPECT_EQ(v.nregs, 1u);
   EXPECT_EQ(v.nfree, 0u);
   EXPECT_EQ(v.size, nallocx(100000, 0) + 4096);  // the extent: usable size + the pad page
@@ -810,12 +809,12 @@ TEST(experimental_utilization_query) {
   EXPECT_TRUE(v.slabcur_addr == nullptr);
   // Exact lengths only.
   len = sizeof(v) - 1;
-  EXPECT_EQ(mallctl("experimental.utilization.query", &v, &len, &small[0], sizeof(void *)), EINVAL);
+  EXPECT_EQ(mallctl("experimental.utilization.query", &v, &len, &small[0], sizeof(void*)), EINVAL);
   len = sizeof(v);
   EXPECT_EQ(mallctl("experimental.utilization.query", &v, &len, nullptr, 0), EINVAL);
   EXPECT_EQ(mallctl("experimental.utilization.query", &v, &len, &small[0], 4), EINVAL);
 
-  void *ptrs[4] = {small[0], small[1], small[2], large};
+  void* ptrs[4] = {small[0], small[1], small[2], large};
   Util u[4] = {};
   len = sizeof(u);
   ASSERT_EQ(mallctl("experimental.utilization.batch_query", u, &len, ptrs, sizeof(ptrs)), 0);
@@ -831,7 +830,7 @@ TEST(experimental_utilization_query) {
   len = 0;
   EXPECT_EQ(mallctl("experimental.utilization.batch_query", u, &len, ptrs, 0), EINVAL);
 
-  for (void *p : small) dallocx(p, flags);
+  for (void* p : small) dallocx(p, flags);
   dallocx(large, flags);
   char name[128];
   EXPECT_EQ(action(jt::ctl_name(name, "arena.%u.destroy", a)), 0);

@@ -22,22 +22,22 @@
 
 #include <jemalloc/jemalloc.h>
 
-const char *malloc_conf = "narenas:3,hpa_min_purge_interval_ms:100";
-const char *malloc_conf_2_conf_harder = "tcache_max:131072,hpa_hugify_delay_ms:54321";
+const char* malloc_conf = "narenas:3,hpa_min_purge_interval_ms:100";
+const char* malloc_conf_2_conf_harder = "tcache_max:131072,hpa_hugify_delay_ms:54321";
 
-static void print_unsigned(const char *key, const char *name) {
+static void print_unsigned(const char* key, const char* name) {
   unsigned v = 0;
   size_t len = sizeof(v);
   if (mallctl(name, &v, &len, NULL, 0) == 0) printf("%s=%u\n", key, v);
 }
 
-static void print_size(const char *key, const char *name) {
+static void print_size(const char* key, const char* name) {
   size_t v = 0;
   size_t len = sizeof(v);
   if (mallctl(name, &v, &len, NULL, 0) == 0) printf("%s=%zu\n", key, v);
 }
 
-static void print_u64(const char *key, const char *name) {
+static void print_u64(const char* key, const char* name) {
   uint64_t v = 0;
   size_t len = sizeof(v);
   if (mallctl(name, &v, &len, NULL, 0) == 0) printf("%s=%llu\n", key, (unsigned long long)v);
@@ -45,7 +45,7 @@ static void print_u64(const char *key, const char *name) {
 
 int main(void) {
   /* The first allocation reads the configuration. */
-  void *p = malloc(100);
+  void* p = malloc(100);
   if (p == NULL) return 1;
   free(p);
   print_unsigned("opt_narenas", "opt.narenas");

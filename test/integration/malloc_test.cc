@@ -5,26 +5,26 @@
 
 namespace {
 
-constexpr size_t kHuge = (size_t)1 << 62;  // a valid size class no mmap can satisfy
+constexpr size_t kHuge = (size_t)1 << 62;      // a valid size class no mmap can satisfy
 constexpr size_t kLargeMax = (size_t)7 << 60;  // SC_LARGE_MAXCLASS
 constexpr size_t kPage = 4096;
 
-bool aligned(const void *p, size_t a) { return ((uintptr_t)p & (a - 1)) == 0; }
+bool aligned(const void* p, size_t a) { return ((uintptr_t)p & (a - 1)) == 0; }
 
 // Calls through volatile function pointers so that the compiler neither
 // folds calls with impossible sizes nor warns about them.
-void *(*volatile v_malloc)(size_t) = malloc;
-void *(*volatile v_calloc)(size_t, size_t) = calloc;
-void *(*volatile v_realloc)(void *, size_t) = realloc;
-void *(*volatile v_aligned_alloc)(size_t, size_t) = aligned_alloc;
-void *(*volatile v_memalign)(size_t, size_t) = memalign;
-void *(*volatile v_valloc)(size_t) = valloc;
+void* (*volatile v_malloc)(size_t) = malloc;
+void* (*volatile v_calloc)(size_t, size_t) = calloc;
+void* (*volatile v_realloc)(void*, size_t) = realloc;
+void* (*volatile v_aligned_alloc)(size_t, size_t) = aligned_alloc;
+void* (*volatile v_memalign)(size_t, size_t) = memalign;
+void* (*volatile v_valloc)(size_t) = valloc;
 
 }  // namespace
 
 TEST(malloc_zero_is_unique_and_usable_8) {
-  void *a = malloc(0);
-  void *b = malloc(0);
+  void* a = malloc(0);
+  void* b = malloc(0);
   ASSERT_NOT_NULL(a);
   ASSERT_NOT_NULL(b);
   EXPECT_NE(a, b);
@@ -36,11 +36,11 @@ TEST(malloc_zero_is_unique_and_usable_8) {
 }
 
 TEST(malloc_alignment_and_usable) {
-  static const size_t sizes[] = {1,     7,     8,     9,      15,     16,    17,
-                                 100,   1000,  4096,  4097,   14336,  14337, 16384,
+  static const size_t sizes[] = {1,     7,     8,     9,      15,      16,     17,
+                                 100,   1000,  4096,  4097,   14336,   14337,  16384,
                                  16385, 32768, 65536, 100000, 1 << 20, 5 << 20};
   for (size_t n : sizes) {
-    void *p = malloc(n);
+    void* p = malloc(n);
     ASSERT_NOT_NULL(p);
     // 16-byte quantum: every allocation of >= 16 bytes is 16-aligned; 8-byte
     // requests come from the 8-byte class.
@@ -77,7 +77,7 @@ TEST(free_null_is_noop) {
 // Dirties a few blocks of n bytes, so that a calloc reusing them must really clear them.
 static void dirty_blocks(size_t n) {
   for (int i = 0; i < 8; i++) {
-    void *d = malloc(n);
+    void* d = malloc(n);
     ASSERT_NOT_NULL(d);
     std::memset(d, 0xff, n);
     free(d);
@@ -88,11 +88,11 @@ TEST(calloc_zeroes) {
   static const size_t sizes[] = {8, 48, 512, 4096, 10000, 20000, 100000, 1 << 21};
   for (size_t n : sizes) {
     dirty_blocks(n);
-    unsigned char *p = static_cast<unsigned char *>(calloc(1, n));
+    unsigned char* p = static_cast<unsigned char*>(calloc(1, n));
     ASSERT_NOT_NULL(p);
     EXPECT_EQ(jt::first_nonzero(p, n), n);
     free(p);
-    p = static_cast<unsigned char *>(calloc(n / 8, 8));
+    p = static_cast<unsigned char*>(calloc(n / 8, 8));
     ASSERT_NOT_NULL(p);
     EXPECT_EQ(jt::first_nonzero(p, n), n);
     EXPECT_GE(malloc_usable_size(p), n);
@@ -107,7 +107,7 @@ TEST(calloc_zeroes_usable_tail) {
   for (size_t n : sizes) {
     const size_t usable = nallocx(n, 0);
     dirty_blocks(usable);
-    unsigned char *p = static_cast<unsigned char *>(calloc(1, n));
+    unsigned char* p = static_cast<unsigned char*>(calloc(1, n));
     ASSERT_NOT_NULL(p);
     EXPECT_EQ(malloc_usable_size(p), usable);
     EXPECT_EQ(jt::first_nonzero(p, usable), usable);
@@ -116,9 +116,9 @@ TEST(calloc_zeroes_usable_tail) {
 }
 
 TEST(calloc_zero_sizes) {
-  void *a = calloc(0, 10);
-  void *b = calloc(10, 0);
-  void *c = calloc(0, 0);
+  void* a = calloc(0, 10);
+  void* b = calloc(10, 0);
+  void* c = calloc(0, 0);
   EXPECT_NOT_NULL(a);
   EXPECT_NOT_NULL(b);
   EXPECT_NOT_NULL(c);
@@ -144,7 +144,7 @@ TEST(calloc_overflow_enomem) {
 }
 
 TEST(realloc_null_is_malloc) {
-  void *p = realloc(nullptr, 100);
+  void* p = realloc(nullptr, 100);
   ASSERT_NOT_NULL(p);
   EXPECT_EQ(malloc_usable_size(p), nallocx(100, 0));
   free(p);
@@ -158,18 +158,17 @@ TEST(realloc_null_is_malloc) {
 // Grow and shrink across the small/large boundary (14336 / 16384) and the
 // tcache boundary (32 KiB), checking the preserved prefix each time.
 TEST(realloc_preserves_contents) {
-  static const size_t steps[] = {1,     24,    100,   4000,  4096,   14336,
-                                 14337, 16384, 20000, 32768, 32769,  100000,
-                                 1 << 20, 3 << 20, 100000, 16385, 14000, 4096,
-                                 100,   8,     1};
+  static const size_t steps[] = {1,      24,    100,   4000,  4096,   14336,   14337,
+                                 16384,  20000, 32768, 32769, 100000, 1 << 20, 3 << 20,
+                                 100000, 16385, 14000, 4096,  100,    8,       1};
   const size_t nsteps = sizeof(steps) / sizeof(steps[0]);
-  unsigned char *p = static_cast<unsigned char *>(malloc(steps[0]));
+  unsigned char* p = static_cast<unsigned char*>(malloc(steps[0]));
   ASSERT_NOT_NULL(p);
   jt::fill_pattern(p, steps[0], nullptr);
   size_t cur = steps[0];
   for (size_t i = 1; i < nsteps; i++) {
     size_t next = steps[i];
-    unsigned char *q = static_cast<unsigned char *>(realloc(p, next));
+    unsigned char* q = static_cast<unsigned char*>(realloc(p, next));
     ASSERT_NOT_NULL(q);
     size_t keep = cur < next ? cur : next;
     // The pattern is keyed on the size it was written with.
@@ -190,11 +189,11 @@ TEST(realloc_preserves_contents) {
 }
 
 TEST(realloc_same_class_stays_in_place) {
-  void *p = malloc(100);  // class 112
+  void* p = malloc(100);  // class 112
   ASSERT_NOT_NULL(p);
-  void *q = realloc(p, 110);
+  void* q = realloc(p, 110);
   EXPECT_EQ(q, p);
-  void *r = realloc(q, 97);
+  void* r = realloc(q, 97);
   EXPECT_EQ(r, p);
   free(r);
 }
@@ -204,7 +203,7 @@ TEST(realloc_zero_frees_returns_null) {
   if (jt::conf_value("zero_realloc", zr, sizeof(zr)) && std::strcmp(zr, "free") != 0) {
     SKIP_TEST("MALLOC_CONF sets zero_realloc:%s", zr);
   }
-  const char *mode = nullptr;
+  const char* mode = nullptr;
   ASSERT_EQ(jt::ctl_get("opt.zero_realloc", &mode), 0);
   ASSERT_STREQ(mode, "free");
   uint64_t before = 0;
@@ -212,10 +211,10 @@ TEST(realloc_zero_frees_returns_null) {
   EXPECT_EQ(jt::ctl_get("stats.zero_reallocs", &before), 0);
   uint64_t freed0 = 0, freed1 = 0;
   ASSERT_EQ(jt::ctl_get("thread.deallocated", &freed0), 0);
-  void *p = malloc(1000);
+  void* p = malloc(1000);
   ASSERT_NOT_NULL(p);
   errno = 4321;
-  void *q = v_realloc(p, 0);
+  void* q = v_realloc(p, 0);
   EXPECT_NULL(q);
   EXPECT_EQ(errno, 4321);  // errno untouched
   ASSERT_EQ(jt::ctl_get("thread.deallocated", &freed1), 0);
@@ -227,7 +226,7 @@ TEST(realloc_zero_frees_returns_null) {
 }
 
 TEST(realloc_failure_keeps_block) {
-  unsigned char *p = static_cast<unsigned char *>(malloc(5000));
+  unsigned char* p = static_cast<unsigned char*>(malloc(5000));
   ASSERT_NOT_NULL(p);
   jt::fill_pattern(p, 5000, p);
   // A valid size class the kernel cannot map: NULL + ENOMEM.
@@ -242,24 +241,24 @@ TEST(realloc_failure_keeps_block) {
   EXPECT_NULL(v_realloc(p, kLargeMax + 1));
   EXPECT_EQ(jt::check_pattern(p, 5000, p), 5000u);
   // Still a live, usable block.
-  unsigned char *q = static_cast<unsigned char *>(realloc(p, 6000));
+  unsigned char* q = static_cast<unsigned char*>(realloc(p, 6000));
   ASSERT_NOT_NULL(q);
   EXPECT_EQ(jt::check_pattern(q, 5000, p), 5000u);
   free(q);
 }
 
 TEST(posix_memalign_errors) {
-  void *p = reinterpret_cast<void *>(0x1234);
+  void* p = reinterpret_cast<void*>(0x1234);
   EXPECT_EQ(posix_memalign(&p, 0, 10), EINVAL);
   EXPECT_EQ(posix_memalign(&p, 3, 10), EINVAL);
   EXPECT_EQ(posix_memalign(&p, 4, 10), EINVAL);   // < sizeof(void *)
   EXPECT_EQ(posix_memalign(&p, 24, 10), EINVAL);  // not a power of two
   EXPECT_EQ(posix_memalign(&p, 4097, 10), EINVAL);
-  EXPECT_EQ(p, reinterpret_cast<void *>(0x1234));  // untouched on error
+  EXPECT_EQ(p, reinterpret_cast<void*>(0x1234));  // untouched on error
   EXPECT_EQ(posix_memalign(&p, 8, SIZE_MAX), ENOMEM);
   EXPECT_EQ(posix_memalign(&p, 64, kHuge), ENOMEM);
   EXPECT_EQ(posix_memalign(&p, (size_t)1 << 63, 1), ENOMEM);
-  EXPECT_EQ(p, reinterpret_cast<void *>(0x1234));
+  EXPECT_EQ(p, reinterpret_cast<void*>(0x1234));
 }
 
 TEST(posix_memalign_honours_alignment) {
@@ -268,7 +267,7 @@ TEST(posix_memalign_honours_alignment) {
     static const size_t sizes[] = {1, 8, 100, 4096, 20000};
     for (size_t n : sizes) {
       if (lg >= 24 && n != 1) continue;  // keep the address-space use small
-      void *p = nullptr;
+      void* p = nullptr;
       ASSERT_EQ(posix_memalign(&p, a, n), 0);
       ASSERT_NOT_NULL(p);
       if (!aligned(p, a)) FAIL_MSG("posix_memalign(%zu, %zu) = %p", a, n, p);
@@ -278,7 +277,7 @@ TEST(posix_memalign_honours_alignment) {
       free(p);
     }
   }
-  void *p = nullptr;
+  void* p = nullptr;
   ASSERT_EQ(posix_memalign(&p, 8, 0), 0);  // size 0: a minimal allocation
   ASSERT_NOT_NULL(p);
   EXPECT_EQ(malloc_usable_size(p), 8u);
@@ -297,7 +296,7 @@ TEST(aligned_alloc_behaviour) {
   // and the size need not be a multiple of the alignment.
   static const size_t good[] = {1, 2, 4, 8, 16, 64, 4096, (size_t)1 << 21};
   for (size_t a : good) {
-    void *p = v_aligned_alloc(a, 10);
+    void* p = v_aligned_alloc(a, 10);
     ASSERT_NOT_NULL(p);
     EXPECT_TRUE(aligned(p, a));
     EXPECT_EQ(malloc_usable_size(p), nallocx(10, MALLOCX_ALIGN(a)));
@@ -314,7 +313,7 @@ TEST(aligned_alloc_behaviour) {
 TEST(memalign_behaviour) {
   for (int lg = 0; lg <= 22; lg++) {
     size_t a = (size_t)1 << lg;
-    void *p = v_memalign(a, 33);
+    void* p = v_memalign(a, 33);
     ASSERT_NOT_NULL(p);
     EXPECT_TRUE(aligned(p, a));
     EXPECT_GE(malloc_usable_size(p), 33u);
@@ -333,14 +332,14 @@ TEST(memalign_behaviour) {
 TEST(valloc_is_page_aligned) {
   static const size_t sizes[] = {1, 100, 4096, 4097, 20000, 1 << 20};
   for (size_t n : sizes) {
-    void *p = v_valloc(n);
+    void* p = v_valloc(n);
     ASSERT_NOT_NULL(p);
     EXPECT_TRUE(aligned(p, kPage));
     EXPECT_EQ(malloc_usable_size(p), nallocx(n, MALLOCX_ALIGN(kPage)));
     std::memset(p, 7, n);
     free(p);
   }
-  void *p = v_valloc(1);
+  void* p = v_valloc(1);
   ASSERT_NOT_NULL(p);
   EXPECT_EQ(malloc_usable_size(p), 4096u);
   free(p);
@@ -353,7 +352,7 @@ TEST(valloc_is_page_aligned) {
 TEST(malloc_usable_size_basics) {
   EXPECT_EQ(malloc_usable_size(nullptr), 0u);
   for (size_t n = 1; n <= 40000; n += 97) {
-    void *p = malloc(n);
+    void* p = malloc(n);
     ASSERT_NOT_NULL(p);
     size_t u = malloc_usable_size(p);
     EXPECT_GE(u, n);
@@ -367,12 +366,12 @@ TEST(many_small_blocks_distinct) {
   // 20000 live blocks of mixed small sizes: distinct, non-overlapping
   // contents survive until freed.
   constexpr int kN = 20000;
-  static unsigned char *blocks[kN];
+  static unsigned char* blocks[kN];
   static size_t sizes[kN];
   jt::Rng rng(7);
   for (int i = 0; i < kN; i++) {
     sizes[i] = 1 + rng.below(600);
-    blocks[i] = static_cast<unsigned char *>(malloc(sizes[i]));
+    blocks[i] = static_cast<unsigned char*>(malloc(sizes[i]));
     ASSERT_NOT_NULL(blocks[i]);
     std::memset(blocks[i], (unsigned char)i, sizes[i]);
   }

@@ -54,7 +54,7 @@ void handler_lift_limit() {
 
 // Current virtual size of the process in bytes (/proc/self/statm).
 size_t vm_size() {
-  FILE *f = std::fopen("/proc/self/statm", "r");
+  FILE* f = std::fopen("/proc/self/statm", "r");
   if (f == nullptr) return 0;
   unsigned long pages = 0;
   if (std::fscanf(f, "%lu", &pages) != 1) pages = 0;
@@ -62,14 +62,14 @@ size_t vm_size() {
   return pages * (size_t)sysconf(_SC_PAGESIZE);
 }
 
-void *(*volatile v_new)(size_t) = ::operator new;
-void *(*volatile v_new_arr)(size_t) = ::operator new[];
+void* (*volatile v_new)(size_t) = ::operator new;
+void* (*volatile v_new_arr)(size_t) = ::operator new[];
 
 }  // namespace
 
 TEST(new_delete_plain) {
   uint64_t a0 = allocated();
-  void *p = ::operator new(100);
+  void* p = ::operator new(100);
   ASSERT_NOT_NULL(p);
   EXPECT_EQ(allocated() - a0, nallocx(100, 0));
   EXPECT_EQ(sallocx(p, 0), nallocx(100, 0));
@@ -85,8 +85,8 @@ TEST(new_delete_plain) {
   EXPECT_EQ(deallocated() - d0, nallocx(5000, 0));
 
   // Zero bytes: a unique, valid pointer.
-  void *z1 = ::operator new(0);
-  void *z2 = ::operator new(0);
+  void* z1 = ::operator new(0);
+  void* z2 = ::operator new(0);
   EXPECT_NE(z1, z2);
   ::operator delete(z1);
   ::operator delete(z2);
@@ -96,11 +96,11 @@ TEST(new_expression_objects) {
   struct Obj {
     int v[25];
   };
-  Obj *o = new Obj();
+  Obj* o = new Obj();
   ASSERT_NOT_NULL(o);
   EXPECT_EQ(sallocx(o, 0), nallocx(sizeof(Obj), 0));
   delete o;
-  int *arr = new int[1000]();
+  int* arr = new int[1000]();
   EXPECT_EQ(arr[999], 0);
   EXPECT_GE(sallocx(arr, 0), 1000 * sizeof(int));
   delete[] arr;
@@ -111,9 +111,9 @@ TEST(new_failure_calls_handler_then_throws) {
   std::set_new_handler(handler_once);
   bool threw = false;
   try {
-    void *p = v_new(kTooBig);
+    void* p = v_new(kTooBig);
     jt::escape(p);
-  } catch (const std::bad_alloc &) {
+  } catch (const std::bad_alloc&) {
     threw = true;
   }
   EXPECT_TRUE(threw);
@@ -123,9 +123,9 @@ TEST(new_failure_calls_handler_then_throws) {
   std::set_new_handler(handler_once);
   threw = false;
   try {
-    void *p = v_new_arr(kHuge);
+    void* p = v_new_arr(kHuge);
     jt::escape(p);
-  } catch (const std::bad_alloc &) {
+  } catch (const std::bad_alloc&) {
     threw = true;
   }
   EXPECT_TRUE(threw);
@@ -135,9 +135,9 @@ TEST(new_failure_calls_handler_then_throws) {
   std::set_new_handler(nullptr);
   threw = false;
   try {
-    void *p = v_new(kTooBig);
+    void* p = v_new(kTooBig);
     jt::escape(p);
-  } catch (const std::bad_alloc &) {
+  } catch (const std::bad_alloc&) {
     threw = true;
   }
   EXPECT_TRUE(threw);
@@ -158,11 +158,11 @@ TEST(new_handler_can_recover) {
   g_handler_calls = 0;
   std::set_new_handler(handler_lift_limit);
   ASSERT_EQ(setrlimit(RLIMIT_AS, &tight), 0);
-  void *p = nullptr;
+  void* p = nullptr;
   bool threw = false;
   try {
     p = v_new((size_t)256 << 20);
-  } catch (const std::bad_alloc &) {
+  } catch (const std::bad_alloc&) {
     threw = true;
   }
   setrlimit(RLIMIT_AS, &g_saved_limit);
@@ -182,7 +182,7 @@ TEST(new_handler_can_recover) {
 
 TEST(nothrow_returns_null) {
   std::set_new_handler(nullptr);
-  void *p = ::operator new(kTooBig, std::nothrow);
+  void* p = ::operator new(kTooBig, std::nothrow);
   EXPECT_NULL(p);
   p = ::operator new[](kHuge, std::nothrow);
   EXPECT_NULL(p);
@@ -219,7 +219,7 @@ TEST(aligned_new_honours_alignment) {
   for (int lg = 4; lg <= 21; lg++) {
     size_t a = (size_t)1 << lg;
     std::align_val_t al{a};
-    void *p = ::operator new(100, al);
+    void* p = ::operator new(100, al);
     ASSERT_NOT_NULL(p);
     EXPECT_EQ((uintptr_t)p & (a - 1), 0u);
     EXPECT_EQ(sallocx(p, 0), nallocx(100, MALLOCX_ALIGN(a)));
@@ -245,10 +245,10 @@ TEST(aligned_new_honours_alignment) {
   struct alignas(256) Wide {
     char c[300];
   };
-  Wide *w = new Wide;
+  Wide* w = new Wide;
   EXPECT_EQ((uintptr_t)w & 255, 0u);
   delete w;
-  Wide *wa = new Wide[3];
+  Wide* wa = new Wide[3];
   EXPECT_EQ((uintptr_t)wa & 255, 0u);
   delete[] wa;
 }
@@ -257,17 +257,17 @@ TEST(aligned_new_failure_throws) {
   std::set_new_handler(nullptr);
   bool threw = false;
   try {
-    void *p = ::operator new(kTooBig, std::align_val_t(64));
+    void* p = ::operator new(kTooBig, std::align_val_t(64));
     jt::escape(p);
-  } catch (const std::bad_alloc &) {
+  } catch (const std::bad_alloc&) {
     threw = true;
   }
   EXPECT_TRUE(threw);
   threw = false;
   try {
-    void *p = ::operator new[](kHuge, std::align_val_t(4096));
+    void* p = ::operator new[](kHuge, std::align_val_t(4096));
     jt::escape(p);
-  } catch (const std::bad_alloc &) {
+  } catch (const std::bad_alloc&) {
     threw = true;
   }
   EXPECT_TRUE(threw);
@@ -276,7 +276,7 @@ TEST(aligned_new_failure_throws) {
 TEST(sized_delete) {
   static const size_t sizes[] = {1, 24, 100, 1000, 4096, 14336, 16385, 40000, 1 << 20};
   for (size_t n : sizes) {
-    void *p = ::operator new(n);
+    void* p = ::operator new(n);
     ASSERT_NOT_NULL(p);
     uint64_t d0 = deallocated();
     ::operator delete(p, n);
@@ -308,11 +308,11 @@ TEST(sized_delete) {
 TEST(new_and_malloc_interoperate) {
   // The operators and the C API share one heap: sallocx/malloc_usable_size
   // work on operator-new blocks and sdallocx frees them.
-  void *p = ::operator new(333);
+  void* p = ::operator new(333);
   ASSERT_NOT_NULL(p);
   EXPECT_EQ(malloc_usable_size(p), nallocx(333, 0));
   sdallocx(p, 333, 0);
-  void *q = std::malloc(444);
+  void* q = std::malloc(444);
   ASSERT_NOT_NULL(q);
   uint64_t d0 = deallocated();
   ::operator delete(q, (size_t)444);

@@ -28,7 +28,7 @@ namespace {
 // Blocks the tcache of this thread holds for class `size` after it freed n blocks into an
 // emptied cache: flush, allocate n, flush (so the allocations left nothing cached), free n.
 long long cached_after_frees(size_t size, int n) {
-  static void *blocks[512];
+  static void* blocks[512];
   if (n > 512) n = 512;
   tcache_flush();
   for (int i = 0; i < n; i++) blocks[i] = malloc(size);
@@ -46,9 +46,9 @@ constexpr int kSpreadThreads = 8;
 std::atomic<int> g_spread_ready{0};
 unsigned g_spread_arena[kSpreadThreads];
 
-void *spread_thread(void *arg) {
+void* spread_thread(void* arg) {
   int i = (int)(intptr_t)arg;
-  void *p = malloc(64);
+  void* p = malloc(64);
   g_spread_arena[i] = lookup_arena(p);
   if (thread_arena() != g_spread_arena[i]) g_spread_arena[i] = UINT_MAX - 1;
   g_spread_ready.fetch_add(1);
@@ -58,7 +58,7 @@ void *spread_thread(void *arg) {
   return nullptr;
 }
 
-void mode_arenas(const char *) {
+void mode_arenas(const char*) {
   mode_noop(nullptr);
   unsigned opt = 0, n = 0;
   jt::ctl_get("opt.narenas", &opt);
@@ -67,12 +67,12 @@ void mode_arenas(const char *) {
   emit("arenas_narenas", n);
   pthread_t t[kSpreadThreads];
   for (int i = 0; i < kSpreadThreads; i++) {
-    if (pthread_create(&t[i], nullptr, spread_thread, (void *)(intptr_t)i) != 0) {
+    if (pthread_create(&t[i], nullptr, spread_thread, (void*)(intptr_t)i) != 0) {
       FAIL_MSG("pthread_create failed");
       return;
     }
   }
-  for (auto &th : t) pthread_join(th, nullptr);
+  for (auto& th : t) pthread_join(th, nullptr);
   unsigned seen[kSpreadThreads];
   int distinct = 0;
   unsigned max = 0;
@@ -89,12 +89,12 @@ void mode_arenas(const char *) {
 // tcache: whether this thread (and a new one) caches freed blocks.
 std::atomic<long long> g_thread_cached{-1};
 
-void *tcache_thread(void *) {
+void* tcache_thread(void*) {
   g_thread_cached.store(cached_after_frees(64, 10));
   return nullptr;
 }
 
-void mode_tcache(const char *) {
+void mode_tcache(const char*) {
   mode_noop(nullptr);
   bool enabled = false;
   jt::ctl_get("thread.tcache.enabled", &enabled);
@@ -106,7 +106,7 @@ void mode_tcache(const char *) {
 }
 
 // tcache_max: the largest class a thread cache keeps.
-void mode_tcache_max(const char *) {
+void mode_tcache_max(const char*) {
   mode_noop(nullptr);
   size_t max = 0;
   unsigned nhbins = 0;
@@ -123,7 +123,7 @@ void mode_tcache_max(const char *) {
 
 // tcache_nslots_*: a full bin flushes half of its slots, so freeing capacity + 1 blocks into an
 // empty bin leaves capacity / 2 + 1 of them; freeing `capacity` leaves all.
-void mode_nslots(const char *) {
+void mode_nslots(const char*) {
   mode_noop(nullptr);
   emit("cached_8_x50", cached_after_frees(8, 50));
   emit("cached_8_x51", cached_after_frees(8, 51));
@@ -135,13 +135,13 @@ void mode_nslots(const char *) {
 }
 
 // Decay: 32 large blocks (outside the tcache) freed, then arena.<i>.decay, then .purge.
-void mode_decay(const char *arg) {
+void mode_decay(const char* arg) {
   mode_noop(nullptr);
   constexpr int kBlocks = 32;
   constexpr size_t kSize = 256 << 10;
-  void *blocks[kBlocks];
+  void* blocks[kBlocks];
   unsigned arena = thread_arena();
-  for (auto &b : blocks) {
+  for (auto& b : blocks) {
     b = mallocx(kSize, MALLOCX_TCACHE_NONE);
     touch(b, kSize);
   }
@@ -169,17 +169,17 @@ void mode_decay(const char *arg) {
 }
 
 // lg_extent_max_active_fit: is a request of `arg` KiB carved out of a freed 1 MiB dirty extent?
-void mode_fit(const char *arg) {
+void mode_fit(const char* arg) {
   mode_noop(nullptr);
   unsigned arena = thread_arena();
   constexpr size_t kBig = 1 << 20;
   size_t req = (size_t)(arg ? std::atoll(arg) : 64) << 10;
-  char *big = static_cast<char *>(mallocx(kBig, MALLOCX_TCACHE_NONE));
+  char* big = static_cast<char*>(mallocx(kBig, MALLOCX_TCACHE_NONE));
   touch(big, kBig);
   dallocx(big, MALLOCX_TCACHE_NONE);
   jt::refresh_stats();
   size_t before = arena_stat(arena, "pdirty");
-  char *small = static_cast<char *>(mallocx(req, MALLOCX_TCACHE_NONE));
+  char* small = static_cast<char*>(mallocx(req, MALLOCX_TCACHE_NONE));
   jt::refresh_stats();
   size_t after = arena_stat(arena, "pdirty");
   emit("pdirty_before", (long long)before);
@@ -192,20 +192,20 @@ void mode_fit(const char *arg) {
 // bounded_coalesce: a burst of same-sized large frees, then the same requests again.  Where
 // the freed blocks merged into an extent too large to be reused for them, the second round
 // faults in fresh pages.
-void mode_coalesce(const char *) {
+void mode_coalesce(const char*) {
   mode_noop(nullptr);
   constexpr int kBlocks = 256;
   constexpr size_t kSize = 16 << 10;
-  static void *blocks[kBlocks];
+  static void* blocks[kBlocks];
   unsigned arena = thread_arena();
-  for (auto &b : blocks) {
+  for (auto& b : blocks) {
     b = mallocx(kSize, MALLOCX_TCACHE_NONE);
     touch(b, kSize);
   }
   for (auto b : blocks) dallocx(b, MALLOCX_TCACHE_NONE);
   rusage r0, r1;
   getrusage(RUSAGE_SELF, &r0);
-  for (auto &b : blocks) {
+  for (auto& b : blocks) {
     b = mallocx(kSize, MALLOCX_TCACHE_NONE);
     touch(b, kSize);
   }
@@ -230,39 +230,38 @@ struct SwitchRound {
 SwitchRound coalesce_round(unsigned arena) {
   constexpr int kBlocks = 256;
   constexpr size_t kSize = 16 << 10;
-  static void *blocks[kBlocks];
+  static void* blocks[kBlocks];
   int flags = MALLOCX_ARENA(arena) | MALLOCX_TCACHE_NONE;
   jt::refresh_stats();
   uint64_t merges0 = arena_stat64(arena, "dirty_merges");
   uint64_t refused0 = arena_stat64(arena, "dirty_merges_refused");
-  for (auto &b : blocks) {
+  for (auto& b : blocks) {
     b = mallocx(kSize, flags);
     touch(b, kSize);
   }
   for (auto b : blocks) dallocx(b, flags);
   rusage r0, r1;
   getrusage(RUSAGE_SELF, &r0);
-  for (auto &b : blocks) {
+  for (auto& b : blocks) {
     b = mallocx(kSize, flags);
     touch(b, kSize);
   }
   getrusage(RUSAGE_SELF, &r1);
   for (auto b : blocks) dallocx(b, flags);
   jt::refresh_stats();
-  return {r1.ru_minflt - r0.ru_minflt,
-          (long long)(arena_stat64(arena, "dirty_merges") - merges0),
+  return {r1.ru_minflt - r0.ru_minflt, (long long)(arena_stat64(arena, "dirty_merges") - merges0),
           (long long)(arena_stat64(arena, "dirty_merges_refused") - refused0)};
 }
 
 /// Writes `on` to a bool mallctl; emits the old value under `key` (-1 when the call failed).
-void switch_bound(const char *name, bool on, const char *key) {
+void switch_bound(const char* name, bool on, const char* key) {
   bool old = false;
   size_t len = sizeof(old);
   int rc = mallctl(name, &old, &len, &on, sizeof(on));
   emit(key, rc == 0 ? (long long)old : -1);
 }
 
-void mode_coalesce_switch(const char *) {
+void mode_coalesce_switch(const char*) {
   mode_noop(nullptr);
   unsigned a = 0;
   size_t len = sizeof(a);
@@ -270,7 +269,7 @@ void mode_coalesce_switch(const char *) {
   char name[64];
   std::snprintf(name, sizeof(name), "arena.%u.bounded_coalesce", a);
   emit("pages_per_round", (long long)(256 * (16 << 10) / 4096));
-  const char *phases[] = {"on", "off", "back"};
+  const char* phases[] = {"on", "off", "back"};
   for (int p = 0; p < 3; p++) {
     if (p > 0) {
       char key[32];
@@ -301,7 +300,8 @@ void mode_coalesce_switch(const char *) {
   emit("new_arena_bound", mallctl(name, &now, &len, nullptr, 0) == 0 ? now : -1);
   emit("new_arena_refused", coalesce_round(b).refused);
   len = sizeof(now);
-  emit("old_arena_bound", mallctl("arena.0.bounded_coalesce", &now, &len, nullptr, 0) == 0 ? now : -1);
+  emit("old_arena_bound",
+       mallctl("arena.0.bounded_coalesce", &now, &len, nullptr, 0) == 0 ? now : -1);
 }
 
 // idle_arena_decay: a thread frees 40 MiB into its arena and goes idle; another thread, on
@@ -310,11 +310,11 @@ void mode_coalesce_switch(const char *) {
 std::atomic<int> g_idle_phase{0};
 unsigned g_idle_arena = UINT_MAX;
 
-void *idle_worker(void *) {
+void* idle_worker(void*) {
   g_idle_arena = thread_arena();
   constexpr int kBlocks = 400;
-  static void *blocks[kBlocks];
-  for (auto &b : blocks) {
+  static void* blocks[kBlocks];
+  for (auto& b : blocks) {
     b = mallocx(100000, MALLOCX_TCACHE_NONE);
     touch(b, 100000);
   }
@@ -324,7 +324,7 @@ void *idle_worker(void *) {
   return nullptr;
 }
 
-void mode_idle_sweep(const char *) {
+void mode_idle_sweep(const char*) {
   mode_noop(nullptr);
   pthread_t t;
   pthread_create(&t, nullptr, idle_worker, nullptr);
@@ -337,7 +337,7 @@ void mode_idle_sweep(const char *) {
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (;;) {
     for (int i = 0; i < 20000; i++) {  // arena-level calls: each one is a decay tick
-      void *p = mallocx(64 << 10, MALLOCX_TCACHE_NONE);
+      void* p = mallocx(64 << 10, MALLOCX_TCACHE_NONE);
       jt::escape(p);
       dallocx(p, MALLOCX_TCACHE_NONE);
     }
@@ -358,14 +358,14 @@ void mode_idle_sweep(const char *) {
 // window) and again at 160% (the peak has aged out: decay purged them either way). "late"
 // says whether the first read came after half a window (a stalled machine): then the
 // first comparison proves nothing.
-void mode_hold(const char *) {
+void mode_hold(const char*) {
   mode_noop(nullptr);
   constexpr int kBlocks = 64;
   constexpr size_t kSize = 256 << 10;
   constexpr double kWindowS = 4.0;
   unsigned arena = thread_arena();
-  void *blocks[kBlocks];
-  for (auto &b : blocks) {
+  void* blocks[kBlocks];
+  for (auto& b : blocks) {
     b = mallocx(kSize, MALLOCX_TCACHE_NONE);
     touch(b, kSize);
   }
@@ -379,7 +379,7 @@ void mode_hold(const char *) {
   auto tick_until = [&](double s) {
     while (elapsed() < s) {
       for (int i = 0; i < 2000; i++) {  // arena-level calls: each one is a decay tick
-        void *p = mallocx(64 << 10, MALLOCX_TCACHE_NONE);
+        void* p = mallocx(64 << 10, MALLOCX_TCACHE_NONE);
         jt::escape(p);
         dallocx(p, MALLOCX_TCACHE_NONE);
       }
@@ -398,7 +398,7 @@ void mode_hold(const char *) {
 }
 
 // oversize_threshold: which arena large allocations land in.
-void mode_oversize(const char *) {
+void mode_oversize(const char*) {
   mode_noop(nullptr);
   unsigned opt = 0, n = 0;
   size_t thr = 0;
@@ -406,9 +406,9 @@ void mode_oversize(const char *) {
   jt::ctl_get("opt.oversize_threshold", &thr);
   emit("opt_narenas", opt);
   emit("opt_oversize_threshold", (long long)thr);
-  void *huge = mallocx(8 << 20, MALLOCX_TCACHE_NONE);
-  void *mid = mallocx(1 << 20, MALLOCX_TCACHE_NONE);
-  void *small = malloc(64);
+  void* huge = mallocx(8 << 20, MALLOCX_TCACHE_NONE);
+  void* mid = mallocx(1 << 20, MALLOCX_TCACHE_NONE);
+  void* small = malloc(64);
   jt::ctl_get("arenas.narenas", &n);
   emit("arenas_narenas", n);
   emit("thread_arena", thread_arena());
@@ -421,11 +421,11 @@ void mode_oversize(const char *) {
 }
 
 // retain: after a purge, is the freed range still part of the address space?
-void mode_retain(const char *) {
+void mode_retain(const char*) {
   mode_noop(nullptr);
   unsigned arena = thread_arena();
   constexpr size_t kBig = 4 << 20;
-  char *big = static_cast<char *>(mallocx(kBig, MALLOCX_TCACHE_NONE));
+  char* big = static_cast<char*>(mallocx(kBig, MALLOCX_TCACHE_NONE));
   touch(big, kBig);
   emit("mapped_live", is_mapped(big));
   dallocx(big, MALLOCX_TCACHE_NONE);
@@ -447,7 +447,7 @@ struct PinResult {
 };
 PinResult g_pin;
 
-void *pinned_thread(void *) {
+void* pinned_thread(void*) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(g_pin.cpu, &set);
@@ -456,8 +456,8 @@ void *pinned_thread(void *) {
     return nullptr;
   }
   sched_yield();
-  void *s = malloc(64);
-  void *l = mallocx(1 << 20, MALLOCX_TCACHE_NONE);
+  void* s = malloc(64);
+  void* l = mallocx(1 << 20, MALLOCX_TCACHE_NONE);
   g_pin.small_arena = lookup_arena(s);
   g_pin.large_arena = lookup_arena(l);
   g_pin.thread_arena = thread_arena();
@@ -467,9 +467,9 @@ void *pinned_thread(void *) {
   return nullptr;
 }
 
-void mode_percpu(const char *) {
+void mode_percpu(const char*) {
   mode_noop(nullptr);
-  const char *mode = nullptr;
+  const char* mode = nullptr;
   unsigned opt = 0;
   jt::ctl_get("opt.percpu_arena", &mode);
   jt::ctl_get("opt.narenas", &opt);
@@ -496,13 +496,13 @@ void mode_percpu(const char *) {
 }
 
 // zero_realloc: what realloc(p, 0) does.
-void mode_zero_realloc(const char *) {
+void mode_zero_realloc(const char*) {
   mode_noop(nullptr);
-  void *p = malloc(100);
+  void* p = malloc(100);
   uint64_t d0 = 0, d1 = 0;
   jt::ctl_get("thread.deallocated", &d0);
   std::fprintf(stderr, "child: calling realloc(p, 0)\n");
-  void *q = realloc(p, 0);
+  void* q = realloc(p, 0);
   jt::ctl_get("thread.deallocated", &d1);
   size_t zero_reallocs = 0;
   jt::refresh_stats();
@@ -515,11 +515,11 @@ void mode_zero_realloc(const char *) {
 }
 
 // experimental_infallible_new: an operator new that cannot be served aborts instead of throwing.
-void mode_infallible_new(const char *) {
+void mode_infallible_new(const char*) {
   mode_noop(nullptr);
   std::fprintf(stderr, "child: calling operator new(1 << 60)\n");
   try {
-    void *p = ::operator new(size_t{1} << 60);
+    void* p = ::operator new (size_t{1} << 60);
     emit("returned", p != nullptr);
   } catch (...) {
     emit("threw", 1);
@@ -528,14 +528,14 @@ void mode_infallible_new(const char *) {
 
 // junk: fill bytes on allocation (0xa5) and on free (0x5a).  Freed contents are read only from
 // a large block whose pages stay mapped (the conf keeps dirty pages: dirty_decay_ms:-1).
-void mode_junk(const char *) {
+void mode_junk(const char*) {
   mode_noop(nullptr);
-  unsigned char *s = static_cast<unsigned char *>(malloc(100));
+  unsigned char* s = static_cast<unsigned char*>(malloc(100));
   size_t su = malloc_usable_size(s);
   emit("small_not_a5", (long long)count_not(s, su, 0xa5));
   free(s);
   constexpr size_t kBig = 1 << 20;
-  unsigned char *b = static_cast<unsigned char *>(malloc(kBig));
+  unsigned char* b = static_cast<unsigned char*>(malloc(kBig));
   size_t bu = malloc_usable_size(b);
   emit("large_usable", (long long)bu);
   emit("large_not_a5", (long long)count_not(b, bu, 0xa5));
@@ -548,14 +548,14 @@ void mode_junk(const char *) {
 }
 
 // zero: recycled memory comes back zeroed.
-void mode_zero(const char *) {
+void mode_zero(const char*) {
   mode_noop(nullptr);
   for (size_t size : {size_t{100}, size_t{20480}, size_t{1} << 20}) {
-    void *p = malloc(size);
+    void* p = malloc(size);
     size_t u = malloc_usable_size(p);
     std::memset(p, 0xcc, u);
     free(p);
-    void *q = malloc(size);
+    void* q = malloc(size);
     char key[64];
     std::snprintf(key, sizeof(key), "same_%zu", size);
     emit(key, p == q);
@@ -566,10 +566,10 @@ void mode_zero(const char *) {
 }
 
 // thp: the huge-page flags of the mapping holding a large block.
-void mode_thp(const char *) {
+void mode_thp(const char*) {
   mode_noop(nullptr);
   constexpr size_t kBig = 4 << 20;
-  void *b = mallocx(kBig, MALLOCX_TCACHE_NONE);
+  void* b = mallocx(kBig, MALLOCX_TCACHE_NONE);
   touch(b, kBig);
   int hg = 0, nh = 0;
   emit("vmas", smaps_flags((uintptr_t)b, &hg, &nh));
@@ -584,21 +584,21 @@ void mode_thp(const char *) {
 // borrow_dirty (ours): a thread bound to arena 1 frees a 1 MiB block there; the thread then
 // binds to arena 2, which holds nothing, and asks for the same size twice: automatically (the
 // block may come from arena 1's dirty pages) and with MALLOCX_ARENA(2) (never borrowed).
-void mode_borrow(const char *) {
+void mode_borrow(const char*) {
   mode_noop(nullptr);
   constexpr size_t kBig = 1 << 20;
   unsigned one = 1, two = 2;
   jt::ctl_set("thread.arena", one);
-  void *p = mallocx(kBig, MALLOCX_TCACHE_NONE);
+  void* p = mallocx(kBig, MALLOCX_TCACHE_NONE);
   touch(p, kBig);
   dallocx(p, MALLOCX_TCACHE_NONE);
   jt::ctl_set("thread.arena", two);
-  void *q = mallocx(kBig, MALLOCX_TCACHE_NONE);
-  void *r = mallocx(kBig, MALLOCX_TCACHE_NONE | MALLOCX_ARENA(2));
+  void* q = mallocx(kBig, MALLOCX_TCACHE_NONE);
+  void* r = mallocx(kBig, MALLOCX_TCACHE_NONE | MALLOCX_ARENA(2));
   emit("thread_arena", thread_arena());
   emit("auto_arena", lookup_arena(q));
   emit("explicit_arena", lookup_arena(r));
-  emit("same_pages", q < (char *)p + kBig + 4096 && (char *)q + kBig > (char *)p);
+  emit("same_pages", q < (char*)p + kBig + 4096 && (char*)q + kBig > (char*)p);
   dallocx(q, MALLOCX_TCACHE_NONE);
   dallocx(r, MALLOCX_TCACHE_NONE);
 }
@@ -950,7 +950,7 @@ TEST_COMPAT(borrow_dirty_serves_large_from_another_arena, "borrow-dirty") {
 // purges it; with the option off decay purges by age alone (about a third by 40% of the window).
 TEST_COMPAT(decay_hold_peak_spares_the_dip, "decay-hold-peak") {
   Child c;
-  const char *conf = "narenas:1,dirty_decay_ms:4000,muzzy_decay_ms:0";
+  const char* conf = "narenas:1,dirty_decay_ms:4000,muzzy_decay_ms:0";
   if (!child(&c, "hold", conf)) return;
   long long freed = value(c, "pdirty_freed");
   EXPECT_GE(freed, 64 * 64);  // 64 blocks of 64 pages (+ the pad page each)
@@ -982,7 +982,7 @@ TEST(retain_false_unmaps_purged_memory) {
 TEST(zero_realloc_modes) {
   Child c;
   // Default and "free": the block is freed, NULL returned.
-  for (const char *conf : {(const char *)nullptr, "zero_realloc:free"}) {
+  for (const char* conf : {(const char*)nullptr, "zero_realloc:free"}) {
     if (!child(&c, "zero_realloc", conf)) return;
     EXPECT_CHILD(c, "result_null", kEq, 1);
     EXPECT_CHILD(c, "freed_bytes", kEq, 112);
@@ -995,7 +995,7 @@ TEST(zero_realloc_modes) {
   EXPECT_CHILD(c, "result_usable", kEq, 8);
   EXPECT_CHILD(c, "freed_bytes", kEq, 112);
   // "abort": the process aborts in realloc.
-  const char *argv[] = {program_name(), "--child", "zero_realloc", nullptr};
+  const char* argv[] = {program_name(), "--child", "zero_realloc", nullptr};
   c = run_program(g_self, argv, "zero_realloc:abort");
   if (!EXPECT_TRUE(c.signaled(SIGABRT))) show(c);
   EXPECT_TRUE(contains(c.err, "child: calling realloc(p, 0)"));
@@ -1010,12 +1010,13 @@ TEST(experimental_infallible_new_aborts_with_one_message) {
   // By default a failed operator new throws std::bad_alloc.
   if (!child(&c, "infallible_new", nullptr)) return;
   EXPECT_CHILD(c, "threw", kEq, 1);
-  const char *argv[] = {program_name(), "--child", "infallible_new", nullptr};
+  const char* argv[] = {program_name(), "--child", "infallible_new", nullptr};
   c = run_program(g_self, argv, "experimental_infallible_new:true");
   if (!EXPECT_TRUE(c.signaled(SIGABRT))) show(c);
-  EXPECT_TRUE(contains(
-      c.err, "\n<jemalloc>: Allocation failed and opt.experimental_infallible_new is true. "
-             "Aborting.\n"));
+  EXPECT_TRUE(
+      contains(c.err,
+               "\n<jemalloc>: Allocation failed and opt.experimental_infallible_new is true. "
+               "Aborting.\n"));
   EXPECT_FALSE(contains(c.err, "<jemalloc>: <jemalloc>:"));
   EXPECT_FALSE(contains(c.out, "threw="));
 }
@@ -1041,7 +1042,7 @@ TEST(junk_fills_allocated_and_freed_memory) {
 TEST(zero_true_zeroes_recycled_memory) {
   Child c;
   if (!child(&c, "zero", "zero:true")) return;
-  for (const char *size : {"100", "20480", "1048576"}) {
+  for (const char* size : {"100", "20480", "1048576"}) {
     char key[64];
     std::snprintf(key, sizeof(key), "nonzero_%s", size);
     EXPECT_CHILD(c, key, kEq, 0);
@@ -1084,4 +1085,4 @@ TEST(metadata_thp_always_marks_metadata) {
   EXPECT_CHILD(c, "all_hg", kEq, 0);
 }
 
-int main(int argc, char **argv) { return run_main(argc, argv, kModes); }
+int main(int argc, char** argv) { return run_main(argc, argv, kModes); }

@@ -24,7 +24,7 @@ namespace {
 constexpr int kRounds = 4;
 constexpr size_t kBurstBytes = size_t{24} << 20;  // per round
 constexpr size_t kMaxBlocks = 4096;
-void *g_blocks[kMaxBlocks];
+void* g_blocks[kMaxBlocks];
 
 size_t burst_blocks(size_t size) {
   size_t n = kBurstBytes / size;
@@ -32,13 +32,13 @@ size_t burst_blocks(size_t size) {
 }
 
 // "SIZE" or "SIZE:ALIGN".
-void parse(const char *arg, size_t *size, size_t *align) {
-  char *end = nullptr;
+void parse(const char* arg, size_t* size, size_t* align) {
+  char* end = nullptr;
   *size = std::strtoull(arg, &end, 10);
   *align = (end != nullptr && *end == ':') ? std::strtoull(end + 1, nullptr, 10) : 0;
 }
 
-size_t stat_z(const char *name) {
+size_t stat_z(const char* name) {
   size_t v = 0;
   jt::ctl_get(name, &v);
   return v;
@@ -48,7 +48,7 @@ size_t stat_z(const char *name) {
 long long rss_pages() {
   static char buf[256];
   read_proc("/proc/self/statm", buf, sizeof(buf));
-  const char *sp = std::strchr(buf, ' ');
+  const char* sp = std::strchr(buf, ' ');
   return sp != nullptr ? std::strtoll(sp + 1, nullptr, 10) : -1;
 }
 
@@ -63,13 +63,13 @@ void emit_round(int r, size_t mapped, size_t resident) {
 }
 
 // Child: bursts through the plain C API under the options the parent chose.
-void mode_capi(const char *arg) {
+void mode_capi(const char* arg) {
   size_t size, align;
   parse(arg, &size, &align);
   size_t n = burst_blocks(size);
   for (int r = 0; r < kRounds; r++) {
     for (size_t i = 0; i < n; i++) {
-      void *p = nullptr;
+      void* p = nullptr;
       if (align == 0) {
         p = malloc(size);
       } else if (posix_memalign(&p, align, size) != 0) {
@@ -89,7 +89,7 @@ void mode_capi(const char *arg) {
 }
 
 // Child: bursts through mallocx on a new arena whose dirty and muzzy decay are off.
-void mode_arena(const char *arg) {
+void mode_arena(const char* arg) {
   size_t size, align;
   parse(arg, &size, &align);
   unsigned a = 0;
@@ -99,7 +99,7 @@ void mode_arena(const char *arg) {
   }
   char name[96];
   ssize_t off = -1;
-  for (const char *leaf : {"dirty_decay_ms", "muzzy_decay_ms"}) {
+  for (const char* leaf : {"dirty_decay_ms", "muzzy_decay_ms"}) {
     std::snprintf(name, sizeof(name), "arena.%u.%s", a, leaf);
     if (mallctl(name, nullptr, nullptr, &off, sizeof(off)) != 0) FAIL_MSG("%s failed", name);
   }
@@ -108,7 +108,7 @@ void mode_arena(const char *arg) {
   size_t n = burst_blocks(size);
   for (int r = 0; r < kRounds; r++) {
     for (size_t i = 0; i < n; i++) {
-      void *p = mallocx(size, flags);
+      void* p = mallocx(size, flags);
       if (p == nullptr) {
         FAIL_MSG("mallocx %zu of %zu bytes failed", i, size);
         return;
@@ -129,13 +129,12 @@ void mode_arena(const char *arg) {
 // Child: under an address-space limit 1 GiB above what the process maps now, allocate blocks
 // of SIZE until NULL, free them all, and allocate again until NULL (or as many as the first
 // time).  The pointer table is mapped before the limit is set, outside the allocator.
-void mode_exhaust(const char *arg) {
+void mode_exhaust(const char* arg) {
   size_t size, align;
   parse(arg, &size, &align);
   size_t cap = (size_t{2} << 30) / size + 1024;
-  auto **ptrs = static_cast<void **>(
-      mmap(nullptr, cap * sizeof(void *), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-           -1, 0));
+  auto** ptrs = static_cast<void**>(mmap(nullptr, cap * sizeof(void*), PROT_READ | PROT_WRITE,
+                                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   if (ptrs == MAP_FAILED) {
     FAIL_MSG("mmap of the pointer table failed");
     return;
@@ -169,12 +168,12 @@ constexpr size_t kSweep[] = {16384,   20000,   24576,   30000,   37000,   40000,
                              300000,  420000,  500000,  786432,  1000000, 1500000, 2097152,
                              3000000, 4194304, 5000000, 6000000, 7000000, 8000000, 8388608};
 // Aligned requests: (size, alignment).
-constexpr size_t kAligned[][2] = {{20000, 65536},    {100000, 65536},  {200000, 8192},
-                                  {300000, 262144},  {1000000, 2097152}, {3000000, 65536}};
+constexpr size_t kAligned[][2] = {{20000, 65536},   {100000, 65536},    {200000, 8192},
+                                  {300000, 262144}, {1000000, 2097152}, {3000000, 65536}};
 
 // Checks one child's rounds: every later round within 25% of the first, for each key.
-void check_rounds(const Child &c, const char *label, bool check_new_pages) {
-  for (const char *what : {"mapped", "resident", "rss"}) {
+void check_rounds(const Child& c, const char* label, bool check_new_pages) {
+  for (const char* what : {"mapped", "resident", "rss"}) {
     char key[32];
     std::snprintf(key, sizeof(key), "%s0", what);
     long long first = value(c, key);
@@ -204,7 +203,7 @@ void check_rounds(const Child &c, const char *label, bool check_new_pages) {
   }
 }
 
-void sweep(const char *mode, const char *conf, bool check_new_pages) {
+void sweep(const char* mode, const char* conf, bool check_new_pages) {
   char arg[64], label[96];
   for (size_t size : kSweep) {
     std::snprintf(arg, sizeof(arg), "%zu", size);
@@ -213,7 +212,7 @@ void sweep(const char *mode, const char *conf, bool check_new_pages) {
     if (!child(&c, mode, conf, arg)) return;
     check_rounds(c, label, check_new_pages);
   }
-  for (const auto &sa : kAligned) {
+  for (const auto& sa : kAligned) {
     std::snprintf(arg, sizeof(arg), "%zu:%zu", sa[0], sa[1]);
     std::snprintf(label, sizeof(label), "%s %s", mode, arg);
     Child c;
@@ -227,20 +226,22 @@ TEST_COMPAT(bursts_reused_with_defaults, "bounded-coalesce") { sweep("capi", nul
 TEST_COMPAT(bursts_reused_without_decay, "bounded-coalesce") { sweep("arena", nullptr, true); }
 
 TEST_COMPAT(exhaustion_gives_back_what_was_freed, "bounded-coalesce") {
-  for (size_t size : {size_t{4000}, size_t{20000}, size_t{40000}, size_t{100000},
-                      size_t{300000}, size_t{1048576}, size_t{10485760}}) {
+  for (size_t size : {size_t{4000}, size_t{20000}, size_t{40000}, size_t{100000}, size_t{300000},
+                      size_t{1048576}, size_t{10485760}}) {
     char arg[32];
     std::snprintf(arg, sizeof(arg), "%zu", size);
     Child c;
     if (!child(&c, "exhaust", nullptr, arg)) return;
     long long first = value(c, "first"), again = value(c, "again");
     if (first < 50 || again * 10 < first * 9) {
-      FAIL_MSG("blocks of %zu bytes: %lld allocated until exhaustion, only %lld again after "
-               "freeing them all", size, first, again);
+      FAIL_MSG(
+          "blocks of %zu bytes: %lld allocated until exhaustion, only %lld again after "
+          "freeing them all",
+          size, first, again);
     }
   }
 }
 
 }  // namespace
 
-int main(int argc, char **argv) { return run_main(argc, argv, kModes); }
+int main(int argc, char** argv) { return run_main(argc, argv, kModes); }

@@ -28,7 +28,7 @@ bool load_golden() {
   if (g_loaded) return true;
   char path[512];
   std::snprintf(path, sizeof(path), "%s/size-classes-5.3.0.tsv", JT_DATA_DIR);
-  FILE *f = std::fopen(path, "r");
+  FILE* f = std::fopen(path, "r");
   if (f == nullptr) {
     FAIL_MSG("cannot open %s", path);
     return false;
@@ -84,7 +84,7 @@ bool load_golden() {
 // no class holds it.
 size_t golden_class(size_t n) {
   if (n == 0) n = 1;
-  for (const SmallClass &c : g_small) {
+  for (const SmallClass& c : g_small) {
     if (c.size >= n) return c.size;
   }
   for (size_t c : g_large) {
@@ -104,7 +104,7 @@ TEST(sweep_1_to_70000) {
   for (size_t n = 1; n <= 70000; n++) {
     size_t want = golden_class(n);
     size_t nx = nallocx(n, 0);
-    void *p = malloc(n);
+    void* p = malloc(n);
     if (p == nullptr) {
       FAIL_MSG("malloc(%zu) failed", n);
       return;
@@ -135,15 +135,14 @@ TEST(large_classes_boundaries) {
         FAIL_MSG("nallocx(%zu) = %zu, golden %zu", n, nx, want);
       }
       if (n <= ((size_t)1 << 30)) {
-        void *p = mallocx(n, MALLOCX_TCACHE_NONE);
+        void* p = mallocx(n, MALLOCX_TCACHE_NONE);
         if (p == nullptr) {
           FAIL_MSG("mallocx(%zu) failed", n);
           return;
         }
         size_t u = malloc_usable_size(p);
         if ((u != want || sallocx(p, 0) != want) && bad++ < 10) {
-          FAIL_MSG("mallocx(%zu): usable %zu, sallocx %zu, golden %zu", n, u, sallocx(p, 0),
-                   want);
+          FAIL_MSG("mallocx(%zu): usable %zu, sallocx %zu, golden %zu", n, u, sallocx(p, 0), want);
         }
         dallocx(p, MALLOCX_TCACHE_NONE);
       }
@@ -159,7 +158,7 @@ TEST(large_random_sample) {
   jt::Rng rng(3);
   for (int i = 0; i < 300; i++) {
     size_t n = 70000 + rng.below((size_t)64 << 20);
-    void *p = malloc(n);
+    void* p = malloc(n);
     ASSERT_NOT_NULL(p);
     EXPECT_EQ(malloc_usable_size(p), golden_class(n));
     EXPECT_EQ(nallocx(n, 0), golden_class(n));
@@ -172,18 +171,18 @@ TEST(large_random_sample) {
 // least one and at most 512 regions: nregs = slab / s) and `bin_shards` (classes covering
 // [lo, hi], hi clipped to 14 KiB, get n shards). Only well-formed values are expected here (the
 // runner's variants); the parser's error handling is conf_test's and options_test's business.
-void expected_bin_geometry(uint32_t *nregs, size_t *slab, unsigned *shards) {
+void expected_bin_geometry(uint32_t* nregs, size_t* slab, unsigned* shards) {
   for (int i = 0; i < kNbins; i++) {
     nregs[i] = g_small[i].nregs;
     slab[i] = g_small[i].slab_size;
     shards[i] = g_small[i].nshards;
   }
   char value[256];
-  for (const char *key : {"slab_sizes", "bin_shards"}) {
+  for (const char* key : {"slab_sizes", "bin_shards"}) {
     if (!jt::conf_value(key, value, sizeof(value))) continue;
     const bool is_slab = std::strcmp(key, "slab_sizes") == 0;
-    for (const char *p = value; *p != '\0';) {
-      char *e;
+    for (const char* p = value; *p != '\0';) {
+      char* e;
       unsigned long long lo = std::strtoull(p, &e, 0);
       unsigned long long hi = std::strtoull(e + 1, &e, 0);
       unsigned long long n = std::strtoull(e + 1, &e, 0);
@@ -324,7 +323,7 @@ TEST(aligned_classes) {
         if (c < 16384) want = c;
       }
       if (want == 0) want = golden_class(n <= 16384 ? 16384 : n);
-      void *p = mallocx(n, MALLOCX_ALIGN(a));
+      void* p = mallocx(n, MALLOCX_ALIGN(a));
       ASSERT_NOT_NULL(p);
       EXPECT_EQ(((uintptr_t)p & (a - 1)), 0u);
       if (nallocx(n, MALLOCX_ALIGN(a)) != want || sallocx(p, 0) != want) {

@@ -7,7 +7,7 @@
 
 namespace {
 
-int action(const char *name) { return mallctl(name, nullptr, nullptr, nullptr, 0); }
+int action(const char* name) { return mallctl(name, nullptr, nullptr, nullptr, 0); }
 
 bool stats_built() {
   bool on = false;
@@ -20,7 +20,7 @@ bool tcache_on() {
 }
 
 template <class T>
-T arena_stat(size_t ind, const char *leaf) {
+T arena_stat(size_t ind, const char* leaf) {
   char name[128];
   T v{};
   size_t len = sizeof(v);
@@ -32,7 +32,7 @@ T arena_stat(size_t ind, const char *leaf) {
 
 size_t internal_of(size_t ind) { return arena_stat<size_t>(ind, "internal"); }
 
-uint64_t mutex_ops(size_t ind, const char *group) {
+uint64_t mutex_ops(size_t ind, const char* group) {
   char leaf[96];
   std::snprintf(leaf, sizeof(leaf), "mutexes.%s.num_ops", group);
   return arena_stat<uint64_t>(ind, leaf);
@@ -49,9 +49,9 @@ struct Parked {
   std::atomic<int> stage{0};
 };
 
-void *parked_thread(void *arg) {
-  auto *p = static_cast<Parked *>(arg);
-  void *block = malloc(64);
+void* parked_thread(void* arg) {
+  auto* p = static_cast<Parked*>(arg);
+  void* block = malloc(64);
   jt::escape(block);
   p->stage.store(1);
   while (p->stage.load() != 2) usleep(1000);
@@ -115,17 +115,17 @@ TEST(internal_is_thread_cache_memory_and_part_of_metadata) {
 
 TEST(thread_peak_sees_a_freed_burst) {
   if (!stats_built()) SKIP_TEST("built without statistics");
-  static void *blocks[1024];
+  static void* blocks[1024];
   uint64_t peak = 1;
   ASSERT_EQ(action("thread.peak.reset"), 0);
   ASSERT_EQ(jt::ctl_get("thread.peak.read", &peak), 0);
   EXPECT_EQ(peak, 0u);
   // 1 MiB in 1 KiB blocks, all freed before the read: the 64 KiB events saw the rise.
-  for (void *&b : blocks) {
+  for (void*& b : blocks) {
     b = malloc(1024);
     ASSERT_NOT_NULL(b);
   }
-  for (void *b : blocks) free(b);
+  for (void* b : blocks) free(b);
   ASSERT_EQ(jt::ctl_get("thread.peak.read", &peak), 0);
   const uint64_t burst = 1024 * (uint64_t)nallocx(1024, 0);
   EXPECT_LE(peak, burst);
@@ -141,7 +141,7 @@ TEST(thread_peak_sees_a_freed_burst) {
   EXPECT_EQ(peak, 8 * (uint64_t)nallocx((size_t)1 << 20, 0));
   // A read samples too, and the peak stays after the free.
   ASSERT_EQ(action("thread.peak.reset"), 0);
-  void *q = malloc(5000);
+  void* q = malloc(5000);
   ASSERT_NOT_NULL(q);
   ASSERT_EQ(jt::ctl_get("thread.peak.read", &peak), 0);
   EXPECT_EQ(peak, nallocx(5000, 0));
@@ -183,13 +183,13 @@ TEST(large_nflushes_count_cache_flushes) {
   // Freeing more cached large blocks than a bin holds flushes it.
   const size_t kSize = 16384;
   if (nallocx(kSize, 0) <= tcache_max) {
-    static void *blocks[64];
+    static void* blocks[64];
     const uint64_t r1 = arena_stat<uint64_t>(ind, "large.nrequests");
-    for (void *&b : blocks) {
+    for (void*& b : blocks) {
       b = malloc(kSize);
       ASSERT_NOT_NULL(b);
     }
-    for (void *b : blocks) free(b);
+    for (void* b : blocks) free(b);
     ASSERT_TRUE(jt::refresh_stats());
     const uint64_t f2 = arena_stat<uint64_t>(ind, "large.nflushes");
     EXPECT_GE(f2, f1 + 1);
@@ -224,18 +224,17 @@ TEST(large_nflushes_count_cache_flushes) {
 
 TEST(arena_mutex_groups_count_and_reset) {
   if (!stats_built()) SKIP_TEST("built without statistics");
-  static const char *const kGroups[] = {
-      "large",      "extent_avail", "extents_dirty", "extents_muzzy", "extents_retained",
-      "decay_dirty", "decay_muzzy", "base",          "tcache_list",   "hpa_shard",
+  static const char* const kGroups[] = {
+      "large",          "extent_avail", "extents_dirty", "extents_muzzy", "extents_retained",
+      "decay_dirty",    "decay_muzzy",  "base",          "tcache_list",   "hpa_shard",
       "hpa_shard_grow", "hpa_sec"};
-  static const char *const kCounters[] = {"num_ops",          "num_wait",
-                                          "num_spin_acq",     "num_owner_switch",
-                                          "total_wait_time",  "max_wait_time"};
+  static const char* const kCounters[] = {"num_ops",          "num_wait",        "num_spin_acq",
+                                          "num_owner_switch", "total_wait_time", "max_wait_time"};
   ASSERT_TRUE(jt::refresh_stats());
   for (size_t ind : {(size_t)0, (size_t)MALLCTL_ARENAS_ALL}) {
-    for (const char *g : kGroups) {
+    for (const char* g : kGroups) {
       char leaf[96];
-      for (const char *c : kCounters) {
+      for (const char* c : kCounters) {
         std::snprintf(leaf, sizeof(leaf), "mutexes.%s.%s", g, c);
         arena_stat<uint64_t>(ind, leaf);
       }
@@ -244,8 +243,8 @@ TEST(arena_mutex_groups_count_and_reset) {
     }
   }
   // Reading the statistics takes each of arena 0's locks; the HPA is off.
-  for (const char *g : {"large", "extent_avail", "decay_dirty", "decay_muzzy", "base",
-                        "tcache_list"}) {
+  for (const char* g :
+       {"large", "extent_avail", "decay_dirty", "decay_muzzy", "base", "tcache_list"}) {
     if (mutex_ops(0, g) == 0) FAIL_MSG("stats.arenas.0.mutexes.%s.num_ops is 0", g);
   }
   EXPECT_EQ(mutex_ops(0, "hpa_shard"), 0u);
@@ -258,7 +257,7 @@ TEST(arena_mutex_groups_count_and_reset) {
   const uint64_t large0 = mutex_ops(m, "large"), avail0 = mutex_ops(m, "extent_avail");
   const uint64_t decay0 = mutex_ops(m, "decay_dirty"), lists0 = mutex_ops(0, "tcache_list");
   for (int i = 0; i < 20; i++) {
-    void *p = mallocx((size_t)1 << 20, MALLOCX_ARENA(m) | MALLOCX_TCACHE_NONE);
+    void* p = mallocx((size_t)1 << 20, MALLOCX_ARENA(m) | MALLOCX_TCACHE_NONE);
     ASSERT_NOT_NULL(p);
     dallocx(p, MALLOCX_TCACHE_NONE);
   }
@@ -280,9 +279,10 @@ TEST(arena_mutex_groups_count_and_reset) {
   // stats.mutexes.reset starts them over: only the refresh's own reads count afterwards.
   ASSERT_EQ(action("stats.mutexes.reset"), 0);
   ASSERT_TRUE(jt::refresh_stats());
-  for (const char *g : {"large", "extent_avail", "decay_dirty", "decay_muzzy", "base"}) {
-    if (mutex_ops(m, g) > 5) FAIL_MSG("arena %u mutex %s: %llu ops after reset", m, g,
-                                      (unsigned long long)mutex_ops(m, g));
+  for (const char* g : {"large", "extent_avail", "decay_dirty", "decay_muzzy", "base"}) {
+    if (mutex_ops(m, g) > 5)
+      FAIL_MSG("arena %u mutex %s: %llu ops after reset", m, g,
+               (unsigned long long)mutex_ops(m, g));
   }
   EXPECT_LT(mutex_ops(0, "tcache_list"), 40u);
   EXPECT_EQ(action(jt::ctl_name(name, "arena.%u.destroy", m)), 0);
@@ -298,8 +298,8 @@ TEST(stats_print_reports_internal) {
   static Sink sink;
   sink.len = 0;
   malloc_stats_print(
-      [](void *opaque, const char *s) {
-        auto *k = static_cast<Sink *>(opaque);
+      [](void* opaque, const char* s) {
+        auto* k = static_cast<Sink*>(opaque);
         size_t n = std::strlen(s);
         if (k->len + n >= sizeof(k->text)) n = sizeof(k->text) - 1 - k->len;
         std::memcpy(k->text + k->len, s, n);
@@ -310,9 +310,8 @@ TEST(stats_print_reports_internal) {
   // Arena 0 (and the merged view, when printed) carries the cache slots.
   unsigned long long most = 0;
   int seen = 0;
-  const char *key = "\"internal\":";
-  for (const char *at = std::strstr(sink.text, key); at != nullptr;
-       at = std::strstr(at + 1, key)) {
+  const char* key = "\"internal\":";
+  for (const char* at = std::strstr(sink.text, key); at != nullptr; at = std::strstr(at + 1, key)) {
     unsigned long long v = std::strtoull(at + std::strlen(key), nullptr, 10);
     if (v > most) most = v;
     seen++;
@@ -325,7 +324,7 @@ TEST_COMPAT(explicit_tcache_flush_keeps_the_cache, "explicit-tcache-flush") {
   if (!stats_built()) SKIP_TEST("built without statistics");
   unsigned tc = UINT_MAX;
   ASSERT_EQ(jt::ctl_get("tcache.create", &tc), 0);
-  void *p = mallocx(16384, MALLOCX_TCACHE(tc));
+  void* p = mallocx(16384, MALLOCX_TCACHE(tc));
   ASSERT_NOT_NULL(p);
   dallocx(p, MALLOCX_TCACHE(tc));
   ASSERT_TRUE(jt::refresh_stats());

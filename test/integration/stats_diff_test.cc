@@ -59,8 +59,7 @@
 // out of this short program. Decay off: purging runs on a clock, and what it turns from dirty
 // into muzzy or retained changes where the next slab is carved, so the slab counters below
 // would depend on how fast the machine is.
-const char *malloc_conf =
-    "tcache_gc_incr_bytes:1099511627776,dirty_decay_ms:-1,muzzy_decay_ms:-1";
+const char* malloc_conf = "tcache_gc_incr_bytes:1099511627776,dirty_decay_ms:-1,muzzy_decay_ms:-1";
 // Read by this library only (5.3.0's shared library never sees a program's
 // malloc_conf_2_conf_harder: doc/compat.md#conf-2-conf-harder; were it to, it would only warn
 // about the unknown key). Our coalescing bound (doc/compat.md#bounded-coalesce) changes which
@@ -70,7 +69,7 @@ const char *malloc_conf =
 // blocks and slabs share an arena's pages (seen in manual_none: bins.35.nslabs 16 vs 18).
 // Off, the library places extents as 5.3.0 does, and every counter printed here must agree.
 // The same holds for our unbounded dirty reuse before growth (doc/compat.md#reuse-before-grow).
-const char *malloc_conf_2_conf_harder =
+const char* malloc_conf_2_conf_harder =
     "bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,"
     "borrow_dirty:false,decay_hold_peak:false,idle_arena_decay:false";
 
@@ -88,23 +87,48 @@ constexpr size_t kMaxBins = 64, kMaxLext = 256;
 // bins and lextents printed (internal allocations may use others; the totals include them).
 constexpr size_t kSmall[] = {8,    16,   48,   96,   160,  256,  448,  640,
                              1024, 1792, 2560, 4096, 6144, 8192, 14336};
-constexpr size_t kLarge[] = {16384, 20480, 28672, 32768, 40960, 65536, 114688,
-                             262144, 1 << 20, 3 << 20};
+constexpr size_t kLarge[] = {16384, 20480,  28672,  32768,   40960,
+                             65536, 114688, 262144, 1 << 20, 3 << 20};
 constexpr size_t kHuge[] = {8 << 20, 10 << 20, 12 << 20};  // >= oversize_threshold
 
 // --- Reading counters through MIBs (tens of thousands of reads per run).
-constexpr const char *kTopNames[] = {
-    "small.nmalloc", "small.ndalloc", "small.nrequests", "small.nfills", "small.nflushes",
-    "small.allocated", "large.nmalloc", "large.ndalloc", "large.nrequests", "large.nfills",
-    "large.nflushes", "large.allocated", "pactive"};
-enum Top { kSNmalloc, kSNdalloc, kSNrequests, kSNfills, kSNflushes, kSAllocated,
-           kLNmalloc, kLNdalloc, kLNrequests, kLNfills, kLNflushes, kLAllocated, kPactive, kNTop };
-constexpr const char *kBinNames[] = {"nmalloc", "ndalloc", "nrequests", "curregs", "curslabs",
-                                     "nonfull_slabs", "nfills", "nflushes", "nslabs",
-                                     "nreslabs"};
-enum BinC { kBNmalloc, kBNdalloc, kBNrequests, kBCurregs, kBCurslabs, kBNonfull, kBNfills,
-            kBNflushes, kBNslabs, kBNreslabs, kNBin };
-constexpr const char *kLextNames[] = {"nmalloc", "ndalloc", "nrequests", "curlextents"};
+constexpr const char* kTopNames[] = {
+    "small.nmalloc",   "small.ndalloc",   "small.nrequests", "small.nfills",    "small.nflushes",
+    "small.allocated", "large.nmalloc",   "large.ndalloc",   "large.nrequests", "large.nfills",
+    "large.nflushes",  "large.allocated", "pactive"};
+enum Top {
+  kSNmalloc,
+  kSNdalloc,
+  kSNrequests,
+  kSNfills,
+  kSNflushes,
+  kSAllocated,
+  kLNmalloc,
+  kLNdalloc,
+  kLNrequests,
+  kLNfills,
+  kLNflushes,
+  kLAllocated,
+  kPactive,
+  kNTop
+};
+constexpr const char* kBinNames[] = {"nmalloc",  "ndalloc",       "nrequests", "curregs",
+                                     "curslabs", "nonfull_slabs", "nfills",    "nflushes",
+                                     "nslabs",   "nreslabs"};
+enum BinC {
+  kBNmalloc,
+  kBNdalloc,
+  kBNrequests,
+  kBCurregs,
+  kBCurslabs,
+  kBNonfull,
+  kBNfills,
+  kBNflushes,
+  kBNslabs,
+  kBNreslabs,
+  kNBin
+};
+constexpr const char* kLextNames[] = {"nmalloc", "ndalloc", "nrequests", "curlextents"};
 enum LextC { kXNmalloc, kXNdalloc, kXNrequests, kXCur, kNLext };
 
 struct Mib {
@@ -112,12 +136,12 @@ struct Mib {
 };
 Mib g_top_mib[kNTop], g_bin_mib[kNBin], g_lext_mib[kNLext];
 
-bool translate(const char *name, Mib &out) {
+bool translate(const char* name, Mib& out) {
   out.len = 8;
   return mallctlnametomib(name, out.m, &out.len) == 0;
 }
 
-bool read_u64(Mib mib, uint64_t *v) {
+bool read_u64(Mib mib, uint64_t* v) {
   size_t len = sizeof(*v);
   return mallctlbymib(mib.m, mib.len, v, &len, nullptr, 0) == 0 && len == sizeof(*v);
 }
@@ -136,15 +160,15 @@ struct State {
   size_t binsize[kMaxBins], lextsize[kMaxLext];
   int used_bins[kMaxBins], nused_bins, used_lext[kMaxLext], nused_lext;
   uint64_t prev_allocated, prev_zero_reallocs;  // at the previous report
-  int ph;                                         // the phase in progress (its number)
+  int ph;                                       // the phase in progress (its number)
 } g;
 
 // Views: the thread's arena, the manual arena, the huge arena, the merged view.
 enum ViewId { kThr, kMan, kHugeV, kAllV, kNViews };
-constexpr const char *kViewNames[] = {"thr", "man", "huge", "all"};
+constexpr const char* kViewNames[] = {"thr", "man", "huge", "all"};
 Snap g_prev[kNViews], g_cur[kNViews], g_arena;  // g_arena: scratch for the merged-view check
 
-bool view_index(int v, unsigned *ind) {
+bool view_index(int v, unsigned* ind) {
   switch (v) {
     case kThr: *ind = g.thr; return true;
     case kMan: *ind = g.man; return g.have_man;
@@ -153,7 +177,7 @@ bool view_index(int v, unsigned *ind) {
   }
 }
 
-void read_snap(unsigned ind, Snap &s) {
+void read_snap(unsigned ind, Snap& s) {
   std::memset(&s, 0, sizeof(s));
   Mib mib = g_top_mib[0];
   mib.m[2] = ind;
@@ -180,7 +204,7 @@ void read_snap(unsigned ind, Snap &s) {
   }
 }
 
-uint64_t global_stat(const char *name) {
+uint64_t global_stat(const char* name) {
   size_t v = 0, len = sizeof(v);
   return mallctl(name, &v, &len, nullptr, 0) == 0 ? v : ~(uint64_t)0;
 }
@@ -199,7 +223,7 @@ int lext_of(size_t usize) {
   return -1;
 }
 
-int action(const char *name) { return mallctl(name, nullptr, nullptr, nullptr, 0); }
+int action(const char* name) { return mallctl(name, nullptr, nullptr, nullptr, 0); }
 
 bool setup() {
   std::memset(&g, 0, sizeof(g));
@@ -261,13 +285,16 @@ bool setup() {
   if (!jt::refresh_stats()) return false;
   for (int v = 0; v < kNViews; v++) {
     unsigned ind;
-    if (view_index(v, &ind)) read_snap(ind, g_prev[v]);
-    else std::memset(&g_prev[v], 0, sizeof(Snap));
+    if (view_index(v, &ind))
+      read_snap(ind, g_prev[v]);
+    else
+      std::memset(&g_prev[v], 0, sizeof(Snap));
   }
   g.prev_allocated = global_stat("stats.allocated");
   g.prev_zero_reallocs = global_stat("stats.zero_reallocs");
   put("00 setup setup | nbins=%u nlextents=%u tcache_max=%zu gc_incr=%llu thread_arena=%u "
-      "narenas=opt.narenas+%d", g.nbins, g.nlext, tcache_max, (unsigned long long)gc, g.thr,
+      "narenas=opt.narenas+%d",
+      g.nbins, g.nlext, tcache_max, (unsigned long long)gc, g.thr,
       (int)g.narenas0 - (int)opt_narenas);
   // A larger tcache_max would let the realloc phase grow cached large blocks (see the header).
   finish(gc != (1ull << 40) || tcache_max > 32768 || bounded);
@@ -276,12 +303,12 @@ bool setup() {
 
 // --- Consistency checks (both libraries): each returns a description of the first violation
 // in buf, or leaves it empty.
-void check_view(int v, const Snap &s, char *buf, size_t cap) {
+void check_view(int v, const Snap& s, char* buf, size_t cap) {
   buf[0] = '\0';
   uint64_t sum_b[kNBin] = {}, sum_x[kNLext] = {}, bytes_small = 0, bytes_large = 0;
   bool automatic = v == kThr || v == kHugeV || (v == kAllV && !g.reset_done);
   for (unsigned j = 0; j < g.nbins; j++) {
-    const uint64_t *b = s.bin[j];
+    const uint64_t* b = s.bin[j];
     for (int k = 0; k < kNBin; k++) sum_b[k] += b[k];
     bytes_small += b[kBCurregs] * g.binsize[j];
     if (automatic && b[kBCurregs] != b[kBNmalloc] - b[kBNdalloc] && !buf[0]) {
@@ -294,21 +321,23 @@ void check_view(int v, const Snap &s, char *buf, size_t cap) {
     }
   }
   for (unsigned j = 0; j < g.nlext; j++) {
-    const uint64_t *x = s.lext[j];
+    const uint64_t* x = s.lext[j];
     for (int k = 0; k < kNLext; k++) sum_x[k] += x[k];
     bytes_large += x[kXCur] * g.lextsize[j];
     if (x[kXCur] != x[kXNmalloc] - x[kXNdalloc] && !buf[0]) {
       std::snprintf(buf, cap, "lextents.%u.curlextents != nmalloc - ndalloc", j);
     }
   }
-  const struct { int top; uint64_t want; } eq[] = {
-      {kSNmalloc, sum_b[kBNmalloc]},   {kSNdalloc, sum_b[kBNdalloc]},
-      {kSNrequests, sum_b[kBNrequests]}, {kSNfills, sum_b[kBNfills]},
-      {kSNflushes, sum_b[kBNflushes]}, {kSAllocated, bytes_small},
-      {kLNmalloc, sum_x[kXNmalloc]},   {kLNdalloc, sum_x[kXNdalloc]},
-      {kLNrequests, sum_x[kXNrequests]}, {kLNfills, s.top[kLNmalloc]},
-      {kLAllocated, bytes_large}};
-  for (const auto &e : eq) {
+  const struct {
+    int top;
+    uint64_t want;
+  } eq[] = {{kSNmalloc, sum_b[kBNmalloc]},     {kSNdalloc, sum_b[kBNdalloc]},
+            {kSNrequests, sum_b[kBNrequests]}, {kSNfills, sum_b[kBNfills]},
+            {kSNflushes, sum_b[kBNflushes]},   {kSAllocated, bytes_small},
+            {kLNmalloc, sum_x[kXNmalloc]},     {kLNdalloc, sum_x[kXNdalloc]},
+            {kLNrequests, sum_x[kXNrequests]}, {kLNfills, s.top[kLNmalloc]},
+            {kLAllocated, bytes_large}};
+  for (const auto& e : eq) {
     if (s.top[e.top] != e.want && !buf[0]) {
       std::snprintf(buf, cap, "%s %llu != %llu (sum over classes)", kTopNames[e.top],
                     (unsigned long long)s.top[e.top], (unsigned long long)e.want);
@@ -317,7 +346,7 @@ void check_view(int v, const Snap &s, char *buf, size_t cap) {
 }
 
 // The merged view against the sum of every initialized arena.
-void check_merged(const Snap &all, char *buf, size_t cap) {
+void check_merged(const Snap& all, char* buf, size_t cap) {
   buf[0] = '\0';
   static Snap sum;
   std::memset(&sum, 0, sizeof(sum));
@@ -358,17 +387,19 @@ void check_merged(const Snap &all, char *buf, size_t cap) {
   }
 }
 
-void put_stat(int ph, const char *phase, const char *view, const char *what, uint64_t now,
+void put_stat(int ph, const char* phase, const char* view, const char* what, uint64_t now,
               uint64_t prev, bool present) {
   put("%02d stat %s:%s.%s | -> ", ph, phase, view, what);
-  if (present) put("%lld", (long long)(now - prev));
-  else put("absent");
+  if (present)
+    put("%lld", (long long)(now - prev));
+  else
+    put("absent");
   finish(false);
 }
 
 // Ends phase g.ph: refreshes the statistics and prints every view's counters (their change
 // during the phase), then the checks.
-void report(const char *phase) {
+void report(const char* phase) {
   const int ph = g.ph++;
   if (!jt::refresh_stats()) {
     put("%02d epoch %s:epoch | -> FAILED", ph, phase);
@@ -378,11 +409,13 @@ void report(const char *phase) {
   char what[64];
   for (int v = 0; v < kNViews; v++) {
     unsigned ind = 0;
-    Snap &s = g_cur[v];
-    if (view_index(v, &ind)) read_snap(ind, s);
-    else std::memset(&s, 0, sizeof(s));
-    const Snap &b = g_prev[v];
-    const char *vn = kViewNames[v];
+    Snap& s = g_cur[v];
+    if (view_index(v, &ind))
+      read_snap(ind, s);
+    else
+      std::memset(&s, 0, sizeof(s));
+    const Snap& b = g_prev[v];
+    const char* vn = kViewNames[v];
     for (int k = 0; k < kNTop; k++) {
       put_stat(ph, phase, vn, kTopNames[k], s.top[k], b.top[k], s.present);
     }
@@ -410,8 +443,7 @@ void report(const char *phase) {
   for (int v = 0; v < kNViews; v++) {
     if (!g_cur[v].present) continue;
     check_view(v, g_cur[v], bad, sizeof(bad));
-    put("%02d check %s:%s.sums | -> %s%s", ph, phase, kViewNames[v], bad[0] ? "BAD: " : "ok",
-        bad);
+    put("%02d check %s:%s.sums | -> %s%s", ph, phase, kViewNames[v], bad[0] ? "BAD: " : "ok", bad);
     finish(bad[0] != '\0');
   }
   check_merged(g_cur[kAllV], bad, sizeof(bad));
@@ -422,13 +454,13 @@ void report(const char *phase) {
 
 // --- The workload. Blocks live in pools; a request is drawn inside its class.
 struct Pool {
-  void *p[6000];
+  void* p[6000];
   size_t n;
-  void add(void *q) {
+  void add(void* q) {
     if (q != nullptr && n < 6000) p[n++] = q;
   }
-  void *take(size_t i) {  // removes entry i (order not kept)
-    void *q = p[i];
+  void* take(size_t i) {  // removes entry i (order not kept)
+    void* q = p[i];
     p[i] = p[--n];
     return q;
   }
@@ -446,28 +478,30 @@ size_t prev_class(size_t c) {
 }
 
 // A request size that maps to class c.
-size_t in_class(Rng &r, size_t c) { return c - r.below(c - prev_class(c)); }
+size_t in_class(Rng& r, size_t c) { return c - r.below(c - prev_class(c)); }
 
 template <size_t N>
-size_t draw(Rng &r, const size_t (&cls)[N]) { return in_class(r, r.pick(cls)); }
+size_t draw(Rng& r, const size_t (&cls)[N]) {
+  return in_class(r, r.pick(cls));
+}
 
-void shuffle(Rng &r, Pool &pool) {
+void shuffle(Rng& r, Pool& pool) {
   for (size_t i = pool.n; i > 1; i--) std::swap(pool.p[i - 1], pool.p[r.below(i)]);
 }
 
 // Frees the fraction pct of the pool, in random order, with fn.
 template <class F>
-void free_some(Rng &r, Pool &pool, unsigned pct, F fn) {
+void free_some(Rng& r, Pool& pool, unsigned pct, F fn) {
   shuffle(r, pool);
   size_t k = pool.n * pct / 100;
   for (size_t i = 0; i < k; i++) fn(pool.take(pool.n - 1));
 }
 
-void free_auto(void *p) { free(p); }
+void free_auto(void* p) { free(p); }
 
 // Phase: small classes through the thread cache. Enough of each class that bins fill and
 // overflow (flushes), frees scattered over slabs (non-full slabs, reslabs), then reuse.
-void ph_small_tc(Rng &r) {
+void ph_small_tc(Rng& r) {
   for (size_t c : kSmall) {
     size_t n = 40 + r.below(360);
     for (size_t i = 0; i < n; i++) g_auto.add(malloc(in_class(r, c)));
@@ -478,7 +512,7 @@ void ph_small_tc(Rng &r) {
 }
 
 // Phase: large classes, cached (<= 32 KiB, more than a cache bin holds) and not.
-void ph_large_tc(Rng &r) {
+void ph_large_tc(Rng& r) {
   static Pool pool;
   for (size_t c : kLarge) {
     size_t n = c <= 32768 ? 25 + r.below(20) : 2 + r.below(6);
@@ -491,7 +525,7 @@ void ph_large_tc(Rng &r) {
 }
 
 // Phase: at least oversize_threshold: the huge arena.
-void ph_huge(Rng &r) {
+void ph_huge(Rng& r) {
   void *a = malloc(in_class(r, kHuge[1])), *b = malloc(kHuge[2]), *c = malloc(kHuge[0]);
   free(b);
   a = realloc(a, kHuge[2]);  // 10 -> 12 MiB class, in the huge arena
@@ -509,12 +543,12 @@ void ph_huge(Rng &r) {
 
 // Phase: reallocs through the thread cache: within a class, across small classes, small <->
 // large, large above tcache_max grown and shrunk, cached large shrunk, realloc(p, 0).
-void ph_realloc(Rng &r) {
-  static void *slot[48];
+void ph_realloc(Rng& r) {
+  static void* slot[48];
   std::memset(slot, 0, sizeof(slot));
   int zeros = 0;
   for (int i = 0; i < 600; i++) {
-    void *&p = slot[r.below(48)];
+    void*& p = slot[r.below(48)];
     if (p == nullptr) {
       p = r.chance(50) ? malloc(draw(r, kSmall)) : realloc(nullptr, draw(r, kLarge));
       continue;
@@ -526,21 +560,21 @@ void ph_realloc(Rng &r) {
     // happen in place, depending on its neighbour (see the header).
     if (old > kSmall[14] && old <= 32768 && nallocx(n, 0) > old) n = draw(r, kSmall);
     if (u >= 97) {
-      void *q = realloc(p, 0);  // zero_realloc:alloc hands out a new block
+      void* q = realloc(p, 0);  // zero_realloc:alloc hands out a new block
       p = q, zeros += q == nullptr;
       continue;
     }
     if (u < 8) n = in_class(r, nallocx(old, 0));  // the same class
-    void *q = realloc(p, n);
+    void* q = realloc(p, n);
     if (q != nullptr) p = q;
   }
-  for (void *p : slot) g_auto.add(p);
+  for (void* p : slot) g_auto.add(p);
   put("%02d note realloc:zero | realloc(p, 0) returned NULL %d times", g.ph, zeros);
   finish(false);
 }
 
 // Phase: a manual arena without thread caches: mallocx, rallocx, dallocx, sdallocx.
-void ph_manual_none(Rng &r) {
+void ph_manual_none(Rng& r) {
   unsigned m = UINT_MAX;
   size_t len = sizeof(m);
   if (mallctl("arenas.create", &m, &len, nullptr, 0) == 0) g.man = m, g.have_man = true;
@@ -555,11 +589,11 @@ void ph_manual_none(Rng &r) {
     } else if (u < 70) {
       dallocx(g_man.take(r.below(g_man.n)), MALLOCX_TCACHE_NONE);
     } else if (u < 80) {
-      void *p = g_man.take(r.below(g_man.n));
+      void* p = g_man.take(r.below(g_man.n));
       sdallocx(p, sallocx(p, 0), MALLOCX_TCACHE_NONE);
     } else {
       size_t i2 = r.below(g_man.n);
-      void *q = rallocx(g_man.p[i2], r.chance(70) ? draw(r, kSmall) : draw(r, kLarge), fl);
+      void* q = rallocx(g_man.p[i2], r.chance(70) ? draw(r, kSmall) : draw(r, kLarge), fl);
       if (q != nullptr) g_man.p[i2] = q;
     }
   }
@@ -567,7 +601,7 @@ void ph_manual_none(Rng &r) {
 
 // Phase: the manual arena through the thread cache (MALLOCX_ARENA only): fills and large
 // misses come from it; cache hits hand out whatever is cached. Everything is freed again.
-void ph_manual_tc(Rng &r) {
+void ph_manual_tc(Rng& r) {
   static Pool pool;
   const int fl = MALLOCX_ARENA(g.man);
   for (int i = 0; i < 800; i++) {
@@ -581,7 +615,7 @@ void ph_manual_tc(Rng &r) {
 }
 
 // Phase: thread.tcache.enabled false: every call reaches the thread's arena.
-void ph_no_tcache(Rng &r) {
+void ph_no_tcache(Rng& r) {
   bool off = false;
   int rc = mallctl("thread.tcache.enabled", nullptr, nullptr, &off, sizeof(off));
   put("%02d note no_tcache:disable | -> %d", g.ph, rc);
@@ -595,7 +629,7 @@ void ph_no_tcache(Rng &r) {
       free(pool.take(r.below(pool.n)));
     } else {
       size_t k = r.below(pool.n);
-      void *q = realloc(pool.p[k], r.chance(70) ? draw(r, kSmall) : draw(r, kLarge));
+      void* q = realloc(pool.p[k], r.chance(70) ? draw(r, kSmall) : draw(r, kLarge));
       if (q != nullptr) pool.p[k] = q;
     }
   }
@@ -614,7 +648,7 @@ void enable_tcache() {
 // destroy.
 unsigned g_tc = UINT_MAX;
 
-void tcache_ctl(const char *what) {
+void tcache_ctl(const char* what) {
   int rc;
   if (std::strcmp(what, "tcache.create") == 0) {
     size_t len = sizeof(g_tc);
@@ -627,7 +661,7 @@ void tcache_ctl(const char *what) {
 }
 
 // Phase: allocations and frees through the explicit cache, small and large (cached or not).
-void ph_explicit(Rng &r, int n) {
+void ph_explicit(Rng& r, int n) {
   static Pool pool;
   const int fl = MALLOCX_TCACHE(g_tc);
   for (int i = 0; i < n; i++) {
@@ -642,7 +676,7 @@ void ph_explicit(Rng &r, int n) {
 
 // Phase: one small block through the explicit cache (its first use after tcache.flush).
 void ph_explicit_touch() {
-  void *p = mallocx(kSmall[0], MALLOCX_TCACHE(g_tc));
+  void* p = mallocx(kSmall[0], MALLOCX_TCACHE(g_tc));
   if (p != nullptr) dallocx(p, MALLOCX_TCACHE(g_tc));
 }
 
@@ -668,7 +702,7 @@ void reset_manual() {
 }
 
 // The whole stream; lines go to out (null: checks only). Returns false on a failure.
-bool run_stream(FILE *out) {
+bool run_stream(FILE* out) {
   jt::diff::begin(out);
   jt::diff::CrashReport crash_report;
   g_auto.n = g_man.n = 0;
@@ -753,14 +787,22 @@ TEST(same_counters_as_5_3_0) { jt::diff::compare_with_reference(kDocumented, kKn
 // hence where the next slab goes -- depends on every other mapping in the process: the slab
 // counters then differ from 5.3.0's although both libraries map the same sizes in the same
 // order).
-constexpr const char *kConfs[] = {
-    "zero_realloc:alloc", "junk:true", "zero:true", "tcache:false", "tcache_max:1024",
-    "lg_tcache_max:13", "narenas:1", "oversize_threshold:0", "oversize_threshold:1048576",
-    "slab_sizes:1-4096:1", "bin_shards:1-14336:3", "lg_extent_max_active_fit:2",
-    "abort_conf:false,confirm_conf:false"};
+constexpr const char* kConfs[] = {"zero_realloc:alloc",
+                                  "junk:true",
+                                  "zero:true",
+                                  "tcache:false",
+                                  "tcache_max:1024",
+                                  "lg_tcache_max:13",
+                                  "narenas:1",
+                                  "oversize_threshold:0",
+                                  "oversize_threshold:1048576",
+                                  "slab_sizes:1-4096:1",
+                                  "bin_shards:1-14336:3",
+                                  "lg_extent_max_active_fit:2",
+                                  "abort_conf:false,confirm_conf:false"};
 
 TEST(same_counters_under_options) {
   jt::diff::compare_with_reference_under(kConfs, kDocumented, kKnownBugs);
 }
 
-int main(int argc, char **argv) { return jt::diff::main(argc, argv, run_stream); }
+int main(int argc, char** argv) { return jt::diff::main(argc, argv, run_stream); }

@@ -52,8 +52,8 @@
 // tests.
 #include "differential.h"
 
-const char *malloc_conf = "dirty_decay_ms:-1,muzzy_decay_ms:-1";
-const char *malloc_conf_2_conf_harder =
+const char* malloc_conf = "dirty_decay_ms:-1,muzzy_decay_ms:-1";
+const char* malloc_conf_2_conf_harder =
     "bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,"
     "borrow_dirty:false,decay_hold_peak:false,idle_arena_decay:false";
 
@@ -75,12 +75,12 @@ constexpr size_t kLarge[] = {16384, 20480, 24576, 28672, 32768};
 
 // Per class (index: bin j, or nbins + lextent j): nmalloc, ndalloc, nrequests, cur (curregs /
 // curlextents), nfills, nflushes (small only).
-constexpr const char *kBinNames[] = {"nmalloc", "ndalloc", "nrequests", "curregs", "nfills",
-                                     "nflushes"};
-constexpr const char *kLextNames[] = {"nmalloc", "ndalloc", "nrequests", "curlextents"};
+constexpr const char* kBinNames[] = {"nmalloc", "ndalloc", "nrequests",
+                                     "curregs", "nfills",  "nflushes"};
+constexpr const char* kLextNames[] = {"nmalloc", "ndalloc", "nrequests", "curlextents"};
 enum { kNm, kNd, kNr, kCur, kNf, kNfl, kNC };
-constexpr const char *kTopNames[] = {"small.nfills", "small.nflushes", "large.nfills",
-                                     "large.nflushes", "tcache_bytes", "internal"};
+constexpr const char* kTopNames[] = {"small.nfills",   "small.nflushes", "large.nfills",
+                                     "large.nflushes", "tcache_bytes",   "internal"};
 enum { kSNf, kSNfl, kLNf, kLNfl, kTb, kInt, kNTop };
 
 struct Mib {
@@ -98,8 +98,8 @@ struct State {
   unsigned nbins, nhbins, thr, ncls;  // ncls: nhbins + the tick class
   size_t size[kMaxCls];
   unsigned ncached_max_hint[kMaxCls];
-  int tick_cls;      // index of the tick class in the tables (nhbins)
-  unsigned tick_lext;  // its lextent index
+  int tick_cls;            // index of the tick class in the tables (nhbins)
+  unsigned tick_lext;      // its lextent index
   long live[kMaxCls];      // the program's blocks per class
   long internal[kMaxCls];  // internal blocks per class, since the base
   int ph;
@@ -107,7 +107,7 @@ struct State {
 } g;
 Snap g_base, g_prev, g_cur, g_pprev;  // set-up; last report; now; last probe
 
-bool translate(const char *name, Mib &out) {
+bool translate(const char* name, Mib& out) {
   out.len = 8;
   return mallctlnametomib(name, out.m, &out.len) == 0;
 }
@@ -120,7 +120,7 @@ uint64_t read_mib(Mib mib, unsigned ind, unsigned j) {
   return mallctlbymib(mib.m, mib.len, &v, &len, nullptr, 0) == 0 ? v : ~(uint64_t)0;
 }
 
-void read_snap(Snap &s) {
+void read_snap(Snap& s) {
   jt::refresh_stats();
   for (unsigned i = 0; i < g.ncls; i++) {
     if (i < g.nbins) {
@@ -143,13 +143,13 @@ int cls_of_usize(size_t usize) {
 }
 
 // Blocks the caches hold of class i, from the counters (see the header).
-long cached(const Snap &s, unsigned i) {
+long cached(const Snap& s, unsigned i) {
   return (long)(s.c[i][kCur] - g_base.c[i][kCur]) - g.live[i] - g.internal[i];
 }
 
 // --- The program's blocks.
-void *am(size_t n, int flags = 0) {
-  void *p = flags ? mallocx(n, flags) : malloc(n);
+void* am(size_t n, int flags = 0) {
+  void* p = flags ? mallocx(n, flags) : malloc(n);
   if (p != nullptr) {
     int c = cls_of_usize(sallocx(p, 0));
     if (c >= 0) g.live[c]++;
@@ -157,12 +157,14 @@ void *am(size_t n, int flags = 0) {
   return p;
 }
 
-void fr(void *p, int flags = 0) {
+void fr(void* p, int flags = 0) {
   if (p == nullptr) return;
   int c = cls_of_usize(sallocx(p, 0));
   if (c >= 0) g.live[c]--;
-  if (flags) dallocx(p, flags);
-  else free(p);
+  if (flags)
+    dallocx(p, flags);
+  else
+    free(p);
 }
 
 // One allocation and one deallocation GC step, touching no cached bin.
@@ -171,7 +173,7 @@ void tick(int n = 1) {
 }
 
 // A request inside class i.
-size_t in_class(Rng &r, unsigned i) {
+size_t in_class(Rng& r, unsigned i) {
   size_t lo = i == 0 ? 0 : g.size[i - 1];
   return g.size[i] - r.below(g.size[i] - lo);
 }
@@ -195,7 +197,7 @@ int with_internal(F fn) {
 // `PP probe PHASE:LABEL.small | class=cached/Δnmalloc/Δndalloc/Δnfills/Δnflushes ...` for every
 // cached small class with a nonzero field (changes since the previous probe), the same for the
 // large classes (`.large`, no fills or flushes per class there), then the tcache_bytes check.
-void probe(const char *phase, const char *label) {
+void probe(const char* phase, const char* label) {
   read_snap(g_cur);
   uint64_t bytes = 0;
   for (int large = 0; large < 2; large++) {
@@ -212,8 +214,10 @@ void probe(const char *phase, const char *label) {
       }
       if (!nz) continue;
       any = true;
-      if (large) put(" %zu=%ld/%ld/%ld", g.size[i], n, d[0], d[1]);
-      else put(" %zu=%ld/%ld/%ld/%ld/%ld", g.size[i], n, d[0], d[1], d[2], d[3]);
+      if (large)
+        put(" %zu=%ld/%ld/%ld", g.size[i], n, d[0], d[1]);
+      else
+        put(" %zu=%ld/%ld/%ld/%ld/%ld", g.size[i], n, d[0], d[1], d[2], d[3]);
     }
     if (!any) put(" -");
     finish(false);
@@ -230,12 +234,12 @@ void probe(const char *phase, const char *label) {
   std::memcpy(&g_pprev, &g_cur, sizeof(Snap));
 }
 
-void put_line(int ph, const char *phase, const char *what, long long v) {
+void put_line(int ph, const char* phase, const char* what, long long v) {
   put("%02d stat %s:thr.%s | -> %lld", ph, phase, what, v);
   finish(false);
 }
 
-void report(const char *phase) {
+void report(const char* phase) {
   const int ph = g.ph;
   probe(phase, "end");
   g.ph++;
@@ -268,7 +272,7 @@ void report(const char *phase) {
   std::memcpy(&g_prev, &s, sizeof(Snap));
 }
 
-int ctl_bool(const char *name, bool v) { return mallctl(name, nullptr, nullptr, &v, sizeof(v)); }
+int ctl_bool(const char* name, bool v) { return mallctl(name, nullptr, nullptr, &v, sizeof(v)); }
 
 bool setup() {
   std::memset(&g, 0, sizeof(g));
@@ -280,8 +284,10 @@ bool setup() {
   char name[128];
   for (unsigned i = 0; i < g.nhbins; i++) {
     len = sizeof(size_t);
-    if (i < g.nbins) std::snprintf(name, sizeof(name), "arenas.bin.%u.size", i);
-    else std::snprintf(name, sizeof(name), "arenas.lextent.%u.size", i - g.nbins);
+    if (i < g.nbins)
+      std::snprintf(name, sizeof(name), "arenas.bin.%u.size", i);
+    else
+      std::snprintf(name, sizeof(name), "arenas.lextent.%u.size", i - g.nbins);
     if (mallctl(name, &g.size[i], &len, nullptr, 0) != 0) return false;
   }
   // The tick class: the lextent of 64 KiB, after the cached ones.
@@ -334,20 +340,23 @@ bool setup() {
   std::memcpy(&g_prev, &g_base, sizeof(Snap));
   std::memcpy(&g_pprev, &g_base, sizeof(Snap));
   put("00 setup setup | nbins=%u nhbins=%u tcache_max=%zu gc_incr=%zu gc_delay=%zu thread_arena=%u"
-      " tick_lextent=%u rc=%d", g.nbins, g.nhbins, tcache_max, gc_incr, gc_delay, g.thr,
-      g.tick_lext, rc);
+      " tick_lextent=%u rc=%d",
+      g.nbins, g.nhbins, tcache_max, gc_incr, gc_delay, g.thr, g.tick_lext, rc);
   finish(rc != 0 || bounded || gc_incr > kTick || tcache_max != 32768);  // a tick: >= 1 GC step
   return true;
 }
 
 // --- Phases.
-void *g_hold[2400];
+void* g_hold[2400];
 
 // Each small class alone: 1.5..2.5 bins' worth allocated (fills), then all freed (flushes).
-void ph_fill_flush(Rng &r) {
+void ph_fill_flush(Rng& r) {
   for (size_t c : kSmall) {
-    unsigned i = cls_of_usize(c), cap = (unsigned)(c <= 160 ? 200 : c == 256 ? 32 : c == 448 ? 128
-                                                    : c == 640 ? 64 : 20);
+    unsigned i = cls_of_usize(c), cap = (unsigned)(c <= 160   ? 200
+                                                   : c == 256 ? 32
+                                                   : c == 448 ? 128
+                                                   : c == 640 ? 64
+                                                              : 20);
     size_t n = cap * 3 / 2 + r.below(cap);
     for (size_t k = 0; k < n; k++) g_hold[k] = am(in_class(r, i));
     char label[32];
@@ -364,7 +373,7 @@ void ph_fill_flush(Rng &r) {
 }
 
 // Bins warmed, then GC ticks visit them while idle; then each class drained.
-void ph_idle_gc(Rng &r, const size_t *cls, size_t ncls, const char *phase) {
+void ph_idle_gc(Rng& r, const size_t* cls, size_t ncls, const char* phase) {
   for (size_t t = 0; t < ncls; t++) {
     unsigned i = cls_of_usize(cls[t]);
     size_t n = 20 + r.below(40);
@@ -390,7 +399,7 @@ void ph_idle_gc(Rng &r, const size_t *cls, size_t ncls, const char *phase) {
 }
 
 // Classes that run dry between ticks: their fills grow back (lg_fill_div decreases).
-void ph_busy_gc(Rng &r) {
+void ph_busy_gc(Rng& r) {
   constexpr size_t kBusy[] = {96, 448, 2560};
   char label[32];
   for (int it = 0; it < 48; it++) {
@@ -408,7 +417,7 @@ void ph_busy_gc(Rng &r) {
 }
 
 // Large cached classes: misses, overflow (flush to 10), idle GC, reuse.
-void ph_large(Rng &r) {
+void ph_large(Rng& r) {
   char label[32];
   for (size_t c : kLarge) {
     unsigned i = cls_of_usize(c);
@@ -428,7 +437,7 @@ void ph_large(Rng &r) {
 }
 
 // A mix of small and large classes (used with the cache off, on, and an explicit cache).
-void mix(Rng &r, int n, int flags) {
+void mix(Rng& r, int n, int flags) {
   size_t held = 0;
   for (int it = 0; it < n; it++) {
     if (held == 0 || (held < 2000 && r.chance(55))) {
@@ -444,18 +453,18 @@ void mix(Rng &r, int n, int flags) {
   while (held) fr(g_hold[--held], flags);
 }
 
-void note_rc(const char *what, int rc) {
+void note_rc(const char* what, int rc) {
   put("%02d note %s | -> %d", g.ph, what, rc);
   finish(rc != 0);
 }
 
 // Large in-place resizes: rallocx / xallocx growth and shrinking.
-void ph_resize(Rng &r) {
+void ph_resize(Rng& r) {
   constexpr size_t kSizes[] = {16384, 20480, 28672, 32768, 40960, 65536, 98304, 131072, 262144};
-  static void *blk[24];
-  for (auto &p : blk) p = am(r.pick(kSizes));
+  static void* blk[24];
+  for (auto& p : blk) p = am(r.pick(kSizes));
   for (int it = 0; it < 60; it++) {
-    void *&p = blk[r.below(24)];
+    void*& p = blk[r.below(24)];
     if (p == nullptr) continue;
     size_t old = sallocx(p, 0);
     unsigned u = (unsigned)r.below(100);
@@ -464,14 +473,14 @@ void ph_resize(Rng &r) {
     if (u < 35 || (u >= 60 && u < 80)) {
       size_t extra = r.chance(30) ? r.below(old) : 0;
       size_t got = xallocx(p, want, extra, 0);
-      put("%02d call resize:xallocx | #%d old=%zu size=%zu extra=%zu -> %zu", g.ph, it, old,
-          want, extra, got);
+      put("%02d call resize:xallocx | #%d old=%zu size=%zu extra=%zu -> %zu", g.ph, it, old, want,
+          extra, got);
       finish(got < 16384);
       int c_new = cls_of_usize(sallocx(p, 0));
       if (c_old >= 0) g.live[c_old]--;
       if (c_new >= 0) g.live[c_new]++;
     } else {
-      void *q = rallocx(p, want, 0);
+      void* q = rallocx(p, want, 0);
       put("%02d call resize:rallocx | #%d old=%zu size=%zu ->", g.ph, it, old, want);
       if (q == nullptr) {
         put(" NULL");
@@ -487,14 +496,14 @@ void ph_resize(Rng &r) {
     }
     if (it % 20 == 19) probe("resize", "step");
   }
-  for (auto &p : blk) fr(p), p = nullptr;
+  for (auto& p : blk) fr(p), p = nullptr;
 }
 
 // GC steps driven by in-place resizes alone: idle cached bins, then a 1 MiB block shrunk to
 // 512 KiB and grown back in place, over and over (each call moves at least 512 KiB of allocated
 // and deallocated bytes: one allocation and one deallocation GC step each), with xallocx and
 // then rallocx. No cached class is touched, so only GC steps can change the cached counts.
-void ph_resize_gc(Rng &r) {
+void ph_resize_gc(Rng& r) {
   constexpr size_t kWarm[] = {1024, 16384, 32768};
   for (size_t c : kWarm) {
     unsigned i = cls_of_usize(c);
@@ -503,7 +512,7 @@ void ph_resize_gc(Rng &r) {
     for (size_t k = 0; k < n; k++) fr(g_hold[k]);
   }
   probe("resize_gc", "warm");
-  void *p = mallocx(1 << 20, MALLOCX_TCACHE_NONE);
+  void* p = mallocx(1 << 20, MALLOCX_TCACHE_NONE);
   int moved = 0, failed = 0;
   char label[32];
   for (int it = 0; it < 80; it++) {
@@ -511,7 +520,7 @@ void ph_resize_gc(Rng &r) {
     if (it < 40) {
       failed += xallocx(p, want, 0, 0) != want;
     } else {
-      void *q = rallocx(p, want, 0);
+      void* q = rallocx(p, want, 0);
       moved += q != p;
       failed += q == nullptr;
       if (q != nullptr) p = q;
@@ -526,7 +535,7 @@ void ph_resize_gc(Rng &r) {
   dallocx(p, MALLOCX_TCACHE_NONE);
 }
 
-bool run_stream(FILE *out) {
+bool run_stream(FILE* out) {
   jt::diff::begin(out);
   jt::diff::CrashReport crash_report;
   if (!setup()) {
@@ -620,12 +629,18 @@ TEST(same_cache_behaviour_as_5_3_0) { jt::diff::compare_with_reference(kDocument
 // beneath each. Fills, flushes and GC steps stay byte-driven under all of them: the layout
 // options (arenas, slab sizes, shards) and the slot-count, flush and GC-period options change
 // the counts, never their determinism.
-constexpr const char *kConfs[] = {
-    "narenas:1", "junk:true", "zero:true", kSlab1, "bin_shards:1-14336:2", kMul0, kMax50,
-    "lg_tcache_flush_small_div:2", "tcache_gc_incr_bytes:32768"};
+constexpr const char* kConfs[] = {"narenas:1",
+                                  "junk:true",
+                                  "zero:true",
+                                  kSlab1,
+                                  "bin_shards:1-14336:2",
+                                  kMul0,
+                                  kMax50,
+                                  "lg_tcache_flush_small_div:2",
+                                  "tcache_gc_incr_bytes:32768"};
 
 TEST(same_cache_behaviour_under_options) {
   jt::diff::compare_with_reference_under(kConfs, kDocumented, kKnownBugs);
 }
 
-int main(int argc, char **argv) { return jt::diff::main(argc, argv, run_stream); }
+int main(int argc, char** argv) { return jt::diff::main(argc, argv, run_stream); }

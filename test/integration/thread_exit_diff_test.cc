@@ -52,7 +52,7 @@ int g_seq;
 // ---- reading the allocator and the process ---------------------------------------------------
 
 template <class T>
-T read_ctl(const char *name, int *rc = nullptr) {
+T read_ctl(const char* name, int* rc = nullptr) {
   T v{};
   size_t len = sizeof(v);
   int r = mallctl(name, &v, &len, nullptr, 0);
@@ -61,7 +61,7 @@ T read_ctl(const char *name, int *rc = nullptr) {
 }
 
 template <class T>
-T arena_stat(unsigned ind, const char *leaf) {
+T arena_stat(unsigned ind, const char* leaf) {
   char key[96];
   std::snprintf(key, sizeof(key), "stats.arenas.%u.%s", ind, leaf);
   return read_ctl<T>(key);
@@ -91,7 +91,7 @@ ArenaView view(unsigned ind) {
 }
 
 long rss_kib() {
-  FILE *f = std::fopen("/proc/self/status", "r");
+  FILE* f = std::fopen("/proc/self/status", "r");
   if (f == nullptr) return -1;
   char line[256];
   long kib = -1;
@@ -104,7 +104,7 @@ long rss_kib() {
 
 bool background_threads_on() { return read_ctl<bool>("background_thread"); }
 
-void head(const char *name) { put("%03d exit %s | ", g_seq++, name); }
+void head(const char* name) { put("%03d exit %s | ", g_seq++, name); }
 
 // ---- workers -----------------------------------------------------------------------------------
 
@@ -115,26 +115,26 @@ struct Worker {
   sem_t go, done;
   Cmd cmd;
   unsigned arg;
-  const char *name;
+  const char* name;
   bool alive;
   // Filled in by the worker for the main thread's report.
   unsigned arena;
   bool cache_on;          // its automatic cache is on (read just before exiting)
   uint64_t npurge_after;  // its arena's purge count after its last work step
-  unsigned tc[2];  // explicit caches (kExplicit)
+  unsigned tc[2];         // explicit caches (kExplicit)
 };
 Worker g_w[8];
 
-constexpr size_t kSmallSizes[] = {16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536,
-                                  2048, 3072};
+constexpr size_t kSmallSizes[] = {16,  32,  48,  64,   96,   128,  192, 256,
+                                  384, 512, 768, 1024, 1536, 2048, 3072};
 constexpr size_t kLargeSizes[] = {40 << 10, 96 << 10, 200 << 10, 512 << 10, 1 << 20, 2 << 20};
 constexpr int kNSmall = 30000, kNLarge = 24;
-void *g_blocks[kNSmall + kNLarge];  // one worker works at a time
+void* g_blocks[kNSmall + kNLarge];  // one worker works at a time
 
 unsigned thread_arena() { return read_ctl<unsigned>("thread.arena"); }
 
-void bind_step(Worker *w) {
-  void *p = malloc(64);  // the first allocation binds the thread
+void bind_step(Worker* w) {
+  void* p = malloc(64);  // the first allocation binds the thread
   free(p);
   w->arena = thread_arena();
   head(w->name);
@@ -143,7 +143,7 @@ void bind_step(Worker *w) {
 }
 
 // ~40 MiB allocated, touched and freed; the arena must then hold free pages.
-void work_step(Worker *w) {
+void work_step(Worker* w) {
   for (int i = 0; i < kNSmall; i++) {
     size_t n = kSmallSizes[i % std::size(kSmallSizes)];
     g_blocks[i] = malloc(n);
@@ -154,7 +154,7 @@ void work_step(Worker *w) {
     g_blocks[kNSmall + i] = malloc(n);
     if (g_blocks[kNSmall + i] != nullptr) std::memset(g_blocks[kNSmall + i], 0x5a, n);
   }
-  for (void *p : g_blocks) free(p);
+  for (void* p : g_blocks) free(p);
   ArenaView v = view(w->arena);
   w->npurge_after = v.npurge;
   head(w->name);
@@ -162,7 +162,7 @@ void work_step(Worker *w) {
   finish(v.clean);  // the work must leave free pages, or the later lines would prove nothing
 }
 
-void join_arena_step(Worker *w) {
+void join_arena_step(Worker* w) {
   unsigned ind = w->arg;
   int rc = mallctl("thread.arena", nullptr, nullptr, &ind, sizeof(ind));
   w->arena = thread_arena();
@@ -171,7 +171,7 @@ void join_arena_step(Worker *w) {
   finish(rc != 0);
 }
 
-void cache_off_step(Worker *w) {
+void cache_off_step(Worker* w) {
   bool off = false;
   int rc = mallctl("thread.tcache.enabled", nullptr, nullptr, &off, sizeof(off));
   ArenaView v = view(w->arena);
@@ -181,7 +181,7 @@ void cache_off_step(Worker *w) {
   finish(rc != 0);
 }
 
-void idle_step(Worker *w) {
+void idle_step(Worker* w) {
   int rc = mallctl("thread.idle", nullptr, nullptr, nullptr, 0);
   ArenaView v = view(w->arena);
   head(w->name);
@@ -192,14 +192,14 @@ void idle_step(Worker *w) {
 
 // Two explicit caches, each filled with 20 blocks of 16 KiB and 20 of 32 KiB (large classes
 // the cache holds, 20 per class) from this thread's arena, all freed back into the cache.
-void explicit_step(Worker *w) {
+void explicit_step(Worker* w) {
   int rc = 0;
-  for (unsigned &tc : w->tc) {
+  for (unsigned& tc : w->tc) {
     size_t len = sizeof(tc);
     rc |= mallctl("tcache.create", &tc, &len, nullptr, 0);
-    void *p[40];
+    void* p[40];
     for (int i = 0; i < 40; i++) p[i] = mallocx(i < 20 ? 16 << 10 : 32 << 10, MALLOCX_TCACHE(tc));
-    for (void *q : p) {
+    for (void* q : p) {
       if (q != nullptr) dallocx(q, MALLOCX_TCACHE(tc));
     }
   }
@@ -208,8 +208,8 @@ void explicit_step(Worker *w) {
   finish(rc != 0);
 }
 
-void *worker_main(void *arg) {
-  Worker *w = static_cast<Worker *>(arg);
+void* worker_main(void* arg) {
+  Worker* w = static_cast<Worker*>(arg);
   for (;;) {
     sem_wait(&w->go);
     switch (w->cmd) {
@@ -234,8 +234,8 @@ void run(int k, Cmd c, unsigned arg = 0) {
   sem_wait(&g_w[k].done);
 }
 
-void start(int k, const char *name) {
-  Worker &w = g_w[k];
+void start(int k, const char* name) {
+  Worker& w = g_w[k];
   w.name = name;
   sem_init(&w.go, 0, 0);
   sem_init(&w.done, 0, 0);
@@ -246,7 +246,7 @@ void start(int k, const char *name) {
 // The worker exits (its thread-exit destructors have run once the join returns); the main thread
 // reports its arena.
 void stop(int k) {
-  Worker &w = g_w[k];
+  Worker& w = g_w[k];
   if (!w.alive) return;
   ArenaView before = view(w.arena);
   long free_kib = static_cast<long>(before.free_pages * read_ctl<size_t>("arenas.page") >> 10);
@@ -276,7 +276,7 @@ void stop(int k) {
 
 // The main thread flushes or destroys worker k's explicit cache i.
 void explicit_teardown(int k, int i, bool destroy) {
-  Worker &w = g_w[k];
+  Worker& w = g_w[k];
   unsigned tc = w.tc[i];
   int rc = mallctl(destroy ? "tcache.destroy" : "tcache.flush", nullptr, nullptr, &tc, sizeof(tc));
   ArenaView v = view(w.arena);
@@ -286,15 +286,15 @@ void explicit_teardown(int k, int i, bool destroy) {
   finish(rc != 0 || (v.nthreads == 0 && !background_threads_on() && !v.clean));
 }
 
-bool run_stream(FILE *out) {
+bool run_stream(FILE* out) {
   jt::diff::begin(out);
   g_seq = 0;
   jt::diff::CrashReport crash;
-  void *warm = malloc(64);  // binds the main thread
+  void* warm = malloc(64);  // binds the main thread
   free(warm);
   head("setup");
-  put("-> tcache=%d background_thread=%d main.thread.arena=%u",
-      (int)read_ctl<bool>("opt.tcache"), (int)background_threads_on(), thread_arena());
+  put("-> tcache=%d background_thread=%d main.thread.arena=%u", (int)read_ctl<bool>("opt.tcache"),
+      (int)background_threads_on(), thread_arena());
   finish(false);
   const unsigned main_arena = thread_arena();
 
@@ -370,7 +370,7 @@ TEST(same_thread_exit_as_5_3_0) { jt::diff::compare_with_reference(kDocumented, 
 // One arena for everything (no worker is ever its arena's last thread), decay off (purging
 // only by the forced path, never on a clock), muzzy decay on (the forced purge empties muzzy
 // too), no thread caches, background threads (they own purging: nothing is forced).
-constexpr const char *kConfs[] = {"narenas:1", "dirty_decay_ms:-1,muzzy_decay_ms:-1",
+constexpr const char* kConfs[] = {"narenas:1", "dirty_decay_ms:-1,muzzy_decay_ms:-1",
                                   "muzzy_decay_ms:1000", "tcache:false", "background_thread:true"};
 
 TEST(same_thread_exit_under_options) {
@@ -379,4 +379,4 @@ TEST(same_thread_exit_under_options) {
 
 }  // namespace
 
-int main(int argc, char **argv) { return jt::diff::main(argc, argv, run_stream); }
+int main(int argc, char** argv) { return jt::diff::main(argc, argv, run_stream); }

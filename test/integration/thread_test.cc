@@ -10,7 +10,7 @@ namespace {
 
 // Blocks allocated by the main thread for the first operation of a new
 // thread to work on (free, realloc, sallocx...).
-void *g_foreign = nullptr;
+void* g_foreign = nullptr;
 constexpr size_t kForeignSize = 3000;
 
 void prepare_foreign() {
@@ -18,13 +18,13 @@ void prepare_foreign() {
   if (g_foreign != nullptr) jt::fill_pattern(g_foreign, kForeignSize, nullptr);
 }
 
-bool foreign_intact(const void *p) {
+bool foreign_intact(const void* p) {
   return jt::check_pattern(p, kForeignSize, nullptr) == kForeignSize;
 }
 
 using ThreadOp = void (*)();
 
-void *thread_main(void *arg) {
+void* thread_main(void* arg) {
   reinterpret_cast<ThreadOp>(arg)();
   return nullptr;
 }
@@ -32,7 +32,7 @@ void *thread_main(void *arg) {
 // Runs op as the very first thing on a new thread.
 void on_new_thread(ThreadOp op) {
   pthread_t t;
-  if (pthread_create(&t, nullptr, thread_main, reinterpret_cast<void *>(op)) != 0) {
+  if (pthread_create(&t, nullptr, thread_main, reinterpret_cast<void*>(op)) != 0) {
     FAIL_MSG("pthread_create failed");
     return;
   }
@@ -42,15 +42,14 @@ void on_new_thread(ThreadOp op) {
 }  // namespace
 
 // FIRST_OP_TEST(name, { body }): body runs as a new thread's first action.
-#define FIRST_OP_TEST(name, ...)            \
-  static void first_op_##name() __VA_ARGS__ \
-  TEST(first_op_##name) {                   \
-    prepare_foreign();                      \
-    on_new_thread(first_op_##name);         \
+#define FIRST_OP_TEST(name, ...)                                    \
+  static void first_op_##name() __VA_ARGS__ TEST(first_op_##name) { \
+    prepare_foreign();                                              \
+    on_new_thread(first_op_##name);                                 \
   }
 
 FIRST_OP_TEST(malloc, {
-  void *p = malloc(100);
+  void* p = malloc(100);
   ASSERT_NOT_NULL(p);
   EXPECT_EQ(malloc_usable_size(p), 112u);
   std::memset(p, 1, 100);
@@ -59,7 +58,7 @@ FIRST_OP_TEST(malloc, {
 })
 
 FIRST_OP_TEST(calloc, {
-  void *p = calloc(100, 100);
+  void* p = calloc(100, 100);
   ASSERT_NOT_NULL(p);
   EXPECT_EQ(jt::first_nonzero(p, 10000), 10000u);
   free(p);
@@ -68,21 +67,21 @@ FIRST_OP_TEST(calloc, {
 
 FIRST_OP_TEST(free_foreign, {
   free(g_foreign);
-  void *p = malloc(kForeignSize);  // the thread works normally afterwards
+  void* p = malloc(kForeignSize);  // the thread works normally afterwards
   ASSERT_NOT_NULL(p);
   free(p);
 })
 
 FIRST_OP_TEST(free_null, {
   free(nullptr);
-  void *p = malloc(10);
+  void* p = malloc(10);
   ASSERT_NOT_NULL(p);
   free(p);
   free(g_foreign);
 })
 
 FIRST_OP_TEST(realloc_null, {
-  void *p = realloc(nullptr, 500);
+  void* p = realloc(nullptr, 500);
   ASSERT_NOT_NULL(p);
   EXPECT_EQ(malloc_usable_size(p), 512u);
   free(p);
@@ -90,14 +89,14 @@ FIRST_OP_TEST(realloc_null, {
 })
 
 FIRST_OP_TEST(realloc_foreign, {
-  void *p = realloc(g_foreign, 50000);
+  void* p = realloc(g_foreign, 50000);
   ASSERT_NOT_NULL(p);
   EXPECT_TRUE(foreign_intact(p));
   free(p);
 })
 
 FIRST_OP_TEST(posix_memalign, {
-  void *p = nullptr;
+  void* p = nullptr;
   ASSERT_EQ(posix_memalign(&p, 256, 1000), 0);
   EXPECT_EQ((uintptr_t)p & 255, 0u);
   free(p);
@@ -105,7 +104,7 @@ FIRST_OP_TEST(posix_memalign, {
 })
 
 FIRST_OP_TEST(aligned_alloc, {
-  void *p = aligned_alloc(4096, 100);
+  void* p = aligned_alloc(4096, 100);
   ASSERT_NOT_NULL(p);
   EXPECT_EQ((uintptr_t)p & 4095, 0u);
   free(p);
@@ -113,7 +112,7 @@ FIRST_OP_TEST(aligned_alloc, {
 })
 
 FIRST_OP_TEST(memalign, {
-  void *p = memalign(64, 100);
+  void* p = memalign(64, 100);
   ASSERT_NOT_NULL(p);
   EXPECT_EQ((uintptr_t)p & 63, 0u);
   free(p);
@@ -121,7 +120,7 @@ FIRST_OP_TEST(memalign, {
 })
 
 FIRST_OP_TEST(valloc, {
-  void *p = valloc(100);
+  void* p = valloc(100);
   ASSERT_NOT_NULL(p);
   EXPECT_EQ((uintptr_t)p & 4095, 0u);
   free(p);
@@ -134,7 +133,7 @@ FIRST_OP_TEST(malloc_usable_size, {
 })
 
 FIRST_OP_TEST(mallocx, {
-  void *p = mallocx(300, MALLOCX_ZERO | MALLOCX_ALIGN(64));
+  void* p = mallocx(300, MALLOCX_ZERO | MALLOCX_ALIGN(64));
   ASSERT_NOT_NULL(p);
   EXPECT_EQ((uintptr_t)p & 63, 0u);
   EXPECT_EQ(jt::first_nonzero(p, 300), 300u);
@@ -143,14 +142,14 @@ FIRST_OP_TEST(mallocx, {
 })
 
 FIRST_OP_TEST(mallocx_tcache_none, {
-  void *p = mallocx(300, MALLOCX_TCACHE_NONE);
+  void* p = mallocx(300, MALLOCX_TCACHE_NONE);
   ASSERT_NOT_NULL(p);
   dallocx(p, MALLOCX_TCACHE_NONE);
   free(g_foreign);
 })
 
 FIRST_OP_TEST(rallocx_foreign, {
-  void *p = rallocx(g_foreign, 100000, 0);
+  void* p = rallocx(g_foreign, 100000, 0);
   ASSERT_NOT_NULL(p);
   EXPECT_TRUE(foreign_intact(p));
   dallocx(p, 0);
@@ -179,10 +178,10 @@ FIRST_OP_TEST(mallctl_read, {
   uint64_t a = 1;
   EXPECT_EQ(jt::ctl_get("thread.allocated", &a), 0);
   EXPECT_EQ(a, 0u);  // nothing allocated by this thread yet
-  uint64_t *ap = nullptr;
+  uint64_t* ap = nullptr;
   EXPECT_EQ(jt::ctl_get("thread.allocatedp", &ap), 0);
   ASSERT_NOT_NULL(ap);
-  void *p = malloc(1);
+  void* p = malloc(1);
   jt::escape(p);
   EXPECT_EQ(*ap, 8u);
   free(p);
@@ -221,7 +220,7 @@ FIRST_OP_TEST(mallctlnametomib, {
 
 namespace {
 size_t g_print_bytes;
-void count_cb(void *, const char *s) { g_print_bytes += std::strlen(s); }
+void count_cb(void*, const char* s) { g_print_bytes += std::strlen(s); }
 }  // namespace
 
 FIRST_OP_TEST(malloc_stats_print, {
@@ -232,7 +231,7 @@ FIRST_OP_TEST(malloc_stats_print, {
 })
 
 FIRST_OP_TEST(operator_new, {
-  void *p = ::operator new(200);
+  void* p = ::operator new(200);
   ASSERT_NOT_NULL(p);
   EXPECT_EQ(sallocx(p, 0), 224u);
   ::operator delete(p, (size_t)200);
@@ -240,7 +239,7 @@ FIRST_OP_TEST(operator_new, {
 })
 
 FIRST_OP_TEST(operator_new_aligned, {
-  void *p = ::operator new(200, std::align_val_t(1024));
+  void* p = ::operator new(200, std::align_val_t(1024));
   ASSERT_NOT_NULL(p);
   EXPECT_EQ((uintptr_t)p & 1023, 0u);
   ::operator delete(p, std::align_val_t(1024));
@@ -264,23 +263,23 @@ std::atomic<uint64_t> g_dtor_allocated{0};
 // Allocates and frees through several entry points; counts what went wrong.
 void churn_from_destructor() {
   for (size_t n = 8; n <= ((size_t)1 << 20); n *= 4) {
-    unsigned char *p = static_cast<unsigned char *>(malloc(n));
+    unsigned char* p = static_cast<unsigned char*>(malloc(n));
     if (p == nullptr) {
       g_dtor_failures++;
       continue;
     }
     jt::fill_pattern(p, n, p);
     if (jt::check_pattern(p, n, p) != n) g_dtor_failures++;
-    p = static_cast<unsigned char *>(realloc(p, n * 2));
+    p = static_cast<unsigned char*>(realloc(p, n * 2));
     if (p == nullptr) {
       g_dtor_failures++;
       continue;
     }
     free(p);
-    void *q = mallocx(n, MALLOCX_ZERO);
+    void* q = mallocx(n, MALLOCX_ZERO);
     if (q == nullptr || jt::first_nonzero(q, n) != n) g_dtor_failures++;
     if (q != nullptr) sdallocx(q, n, 0);
-    void *r = ::operator new(n, std::nothrow);
+    void* r = ::operator new(n, std::nothrow);
     if (r == nullptr) g_dtor_failures++;
     ::operator delete(r);
   }
@@ -289,29 +288,29 @@ void churn_from_destructor() {
   g_dtor_allocated = a;
 }
 
-void key_destructor(void *value) {
+void key_destructor(void* value) {
   g_dtor_rounds++;
   // Free what the thread left in the key, then allocate anew.
   free(value);
   churn_from_destructor();
   if (g_dtor_rounds.load() % 3 != 0) {
     // Ask for another round, with a fresh block to free then.
-    void *again = malloc(777);
+    void* again = malloc(777);
     if (again == nullptr) g_dtor_failures++;
     pthread_setspecific(g_key, again);
   }
 }
 
-void *key_thread(void *) {
-  void *p = malloc(555);
+void* key_thread(void*) {
+  void* p = malloc(555);
   pthread_setspecific(g_key, p);
-  void *keep = malloc(100);  // thread state exists before exit
+  void* keep = malloc(100);  // thread state exists before exit
   free(keep);
   return nullptr;
 }
 
 struct AllocatingDtor {
-  void *held = nullptr;
+  void* held = nullptr;
   ~AllocatingDtor() {
     free(held);
     churn_from_destructor();
@@ -321,7 +320,7 @@ struct AllocatingDtor {
 
 thread_local AllocatingDtor t_obj;
 
-void *cxx_tls_thread(void *) {
+void* cxx_tls_thread(void*) {
   t_obj.held = malloc(4000);
   return nullptr;
 }
@@ -330,7 +329,7 @@ void *cxx_tls_thread(void *) {
 
 TEST(allocation_from_pthread_key_destructor) {
   // Make sure the allocator is initialized before the key exists.
-  void *warm = malloc(1);
+  void* warm = malloc(1);
   free(warm);
   ASSERT_EQ(pthread_key_create(&g_key, key_destructor), 0);
   g_dtor_rounds = 0;
@@ -359,14 +358,14 @@ TEST(allocation_from_thread_local_destructor) {
 namespace {
 
 struct Leftovers {
-  void *small[64];
-  void *large[8];
+  void* small[64];
+  void* large[8];
   unsigned tcache = UINT_MAX;
   unsigned arena = UINT_MAX;
 };
 
-void *leaving_thread(void *arg) {
-  Leftovers *l = static_cast<Leftovers *>(arg);
+void* leaving_thread(void* arg) {
+  Leftovers* l = static_cast<Leftovers*>(arg);
   for (int i = 0; i < 64; i++) {
     size_t n = 8 + (size_t)i * 37;
     l->small[i] = malloc(n);
@@ -381,7 +380,7 @@ void *leaving_thread(void *arg) {
   for (int i = 0; i < 32; i++) free(malloc(48));
   jt::ctl_get("tcache.create", &l->tcache);
   if (l->tcache != UINT_MAX) {
-    void *p = mallocx(128, MALLOCX_TCACHE(l->tcache));
+    void* p = mallocx(128, MALLOCX_TCACHE(l->tcache));
     dallocx(p, MALLOCX_TCACHE(l->tcache));
   }
   unsigned a = UINT_MAX;
@@ -389,7 +388,7 @@ void *leaving_thread(void *arg) {
   if (mallctl("arenas.create", &a, &len, nullptr, 0) == 0) {
     l->arena = a;
     jt::ctl_set("thread.arena", a);
-    void *p = malloc(1000);
+    void* p = malloc(1000);
     free(p);
   }
   return nullptr;
@@ -416,7 +415,7 @@ TEST(memory_outlives_thread) {
   }
   // An explicit tcache is not tied to the thread that created it.
   ASSERT_NE(l.tcache, UINT_MAX);
-  void *p = mallocx(128, MALLOCX_TCACHE(l.tcache));
+  void* p = mallocx(128, MALLOCX_TCACHE(l.tcache));
   ASSERT_NOT_NULL(p);
   dallocx(p, MALLOCX_TCACHE(l.tcache));
   EXPECT_EQ(mallctl("tcache.destroy", nullptr, nullptr, &l.tcache, sizeof(l.tcache)), 0);
@@ -431,9 +430,9 @@ TEST(memory_outlives_thread) {
 
 namespace {
 
-void *short_lived(void *arg) {
-  unsigned *bound = static_cast<unsigned *>(arg);
-  void *p = malloc(200);
+void* short_lived(void* arg) {
+  unsigned* bound = static_cast<unsigned*>(arg);
+  void* p = malloc(200);
   jt::escape(p);
   free(p);
   jt::ctl_get("thread.arena", bound);
@@ -449,8 +448,8 @@ TEST(thread_exit_unbinds_arenas) {
   jt::refresh_stats();
   char name[128];
   unsigned total0 = 0;
-  ASSERT_EQ(jt::ctl_get(jt::ctl_name(name, "stats.arenas.%d.nthreads", MALLCTL_ARENAS_ALL),
-                        &total0), 0);
+  ASSERT_EQ(
+      jt::ctl_get(jt::ctl_name(name, "stats.arenas.%d.nthreads", MALLCTL_ARENAS_ALL), &total0), 0);
   for (int i = 0; i < 40; i++) {
     unsigned bound = UINT_MAX;
     pthread_t t;
@@ -462,8 +461,8 @@ TEST(thread_exit_unbinds_arenas) {
   }
   jt::refresh_stats();
   unsigned total1 = 0;
-  ASSERT_EQ(jt::ctl_get(jt::ctl_name(name, "stats.arenas.%d.nthreads", MALLCTL_ARENAS_ALL),
-                        &total1), 0);
+  ASSERT_EQ(
+      jt::ctl_get(jt::ctl_name(name, "stats.arenas.%d.nthreads", MALLCTL_ARENAS_ALL), &total1), 0);
   EXPECT_EQ(total1, total0);
 }
 
@@ -476,15 +475,15 @@ TEST(concurrent_first_operations) {
   ok = 0;
   pthread_t ts[kThreads];
   for (int i = 0; i < kThreads; i++) {
-    auto fn = [](void *arg) -> void * {
+    auto fn = [](void* arg) -> void* {
       pthread_barrier_wait(&barrier);
       size_t n = 16 + (size_t)(uintptr_t)arg * 1000;
-      void *p = (uintptr_t)arg % 2 ? mallocx(n, 0) : malloc(n);
+      void* p = (uintptr_t)arg % 2 ? mallocx(n, 0) : malloc(n);
       if (p != nullptr && sallocx(p, 0) == nallocx(n, 0)) ok++;
       free(p);
       return nullptr;
     };
-    ASSERT_EQ(pthread_create(&ts[i], nullptr, fn, (void *)(uintptr_t)i), 0);
+    ASSERT_EQ(pthread_create(&ts[i], nullptr, fn, (void*)(uintptr_t)i), 0);
   }
   for (pthread_t t : ts) pthread_join(t, nullptr);
   pthread_barrier_destroy(&barrier);

@@ -9,7 +9,8 @@
  *
  * The parent runs four children -- bounded and unbounded policy (MALLOC_CONF
  * bounded_coalesce:true/false), with and without MALLOCX_TCACHE_NONE -- and asserts, after
- * warm-up (the thread cache's adaptive fill sizes settle the layout within ~35 iterations): the bounded policy takes at most a few minor faults per iteration and at most 2% of
+ * warm-up (the thread cache's adaptive fill sizes settle the layout within ~35 iterations): the
+ * bounded policy takes at most a few minor faults per iteration and at most 2% of
  * the unbounded policy's faults, its mapped memory stays flat, and it is faster. It also checks
  * that the unbounded run really regresses, so switching the bound off by default fails here.
  *
@@ -97,8 +98,8 @@ static int child(int tcache_none) {
   r.seconds = (double)(now_ns() - t_start) / 1e9;
   r.faults_per_iter = (double)(minflt() - faults_start) / (ITERATIONS - WARMUP);
   r.mapped_end = arena_mapped(arena);
-  printf("%.3f %.6f %" PRIu64 " %" PRIu64 "\n", r.faults_per_iter, r.seconds,
-         r.mapped_after_warmup, r.mapped_end);
+  printf("%.3f %.6f %" PRIu64 " %" PRIu64 "\n", r.faults_per_iter, r.seconds, r.mapped_after_warmup,
+         r.mapped_end);
   return 0;
 }
 
@@ -165,21 +166,22 @@ int main(int argc, char** argv) {
   }
   check(bounded_default, "the coalescing bound must be on by default");
 
-  printf("rallocx 4 KiB -> 16 KiB, %d blocks, %d iterations (%d warm-up), library %s\n",
-         NBLOCKS, ITERATIONS, WARMUP, version);
+  printf("rallocx 4 KiB -> 16 KiB, %d blocks, %d iterations (%d warm-up), library %s\n", NBLOCKS,
+         ITERATIONS, WARMUP, version);
   printf("  %-22s %14s %10s %14s %14s\n", "policy", "faults/iter", "seconds", "mapped@warm",
          "mapped@end");
   for (int tcache_none = 0; tcache_none <= 1; tcache_none++) {
     struct result b, u;
-    if (run_child(argv[0], 1, tcache_none, &b) != 0 || run_child(argv[0], 0, tcache_none, &u) != 0) {
+    if (run_child(argv[0], 1, tcache_none, &b) != 0 ||
+        run_child(argv[0], 0, tcache_none, &u) != 0) {
       printf("  FAIL: a child run failed\n");
       return 1;
     }
     const char* tc = tcache_none ? "tcache none" : "tcache";
-    printf("  bounded,   %-11s %14.2f %10.3f %14" PRIu64 " %14" PRIu64 "\n", tc,
-           b.faults_per_iter, b.seconds, b.mapped_after_warmup, b.mapped_end);
-    printf("  unbounded, %-11s %14.2f %10.3f %14" PRIu64 " %14" PRIu64 "\n", tc,
-           u.faults_per_iter, u.seconds, u.mapped_after_warmup, u.mapped_end);
+    printf("  bounded,   %-11s %14.2f %10.3f %14" PRIu64 " %14" PRIu64 "\n", tc, b.faults_per_iter,
+           b.seconds, b.mapped_after_warmup, b.mapped_end);
+    printf("  unbounded, %-11s %14.2f %10.3f %14" PRIu64 " %14" PRIu64 "\n", tc, u.faults_per_iter,
+           u.seconds, u.mapped_after_warmup, u.mapped_end);
     check(u.faults_per_iter > 100, "the unbounded policy must regress (else this test is blind)");
     check(b.faults_per_iter <= 4, "bounded: at most a few minor faults per iteration");
     check(b.faults_per_iter <= 0.02 * u.faults_per_iter, "bounded: <= 2% of unbounded faults");

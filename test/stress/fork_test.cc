@@ -15,9 +15,9 @@ std::atomic<bool> g_stop{false};
 std::atomic<long> g_worker_bad{0};
 std::atomic<long> g_worker_ops{0};
 
-void *worker(void *arg) {
+void* worker(void* arg) {
   jt::Rng rng((uintptr_t)arg);
-  void *slots[256] = {};
+  void* slots[256] = {};
   size_t sizes[256] = {};
   while (!g_stop.load(std::memory_order_relaxed)) {
     int s = (int)rng.below(256);
@@ -31,27 +31,27 @@ void *worker(void *arg) {
     if (rng.below(64) == 0) jt::refresh_stats();  // takes the ctl lock
     g_worker_ops.fetch_add(1, std::memory_order_relaxed);
   }
-  for (void *p : slots) free(p);
+  for (void* p : slots) free(p);
   return nullptr;
 }
 
-void *child_thread(void *) {
-  void *p = malloc(5000);
-  if (p == nullptr) return (void *)1;
+void* child_thread(void*) {
+  void* p = malloc(5000);
+  if (p == nullptr) return (void*)1;
   stress::fill(p, 5000);
-  void *ok = stress::verify(p, 5000) == 5000 ? nullptr : (void *)1;
+  void* ok = stress::verify(p, 5000) == 5000 ? nullptr : (void*)1;
   free(p);
   return ok;
 }
 
 // Runs in the child; returns the exit status (0 = fine).
-int child_work(int round, void *inherited, size_t inherited_size) {
+int child_work(int round, void* inherited, size_t inherited_size) {
   alarm(20);
   // Memory allocated before the fork is intact and can be freed here.
   if (stress::verify(inherited, inherited_size) != inherited_size) return 2;
   free(inherited);
   jt::Rng rng(round);
-  void *blocks[200];
+  void* blocks[200];
   size_t sizes[200];
   for (int i = 0; i < 200; i++) {
     sizes[i] = stress::skewed_size(rng);
@@ -69,20 +69,20 @@ int child_work(int round, void *inherited, size_t inherited_size) {
   unsigned a = UINT_MAX;
   size_t len = sizeof(a);
   if (mallctl("arenas.create", &a, &len, nullptr, 0) != 0) return 7;
-  void *p = mallocx(100000, MALLOCX_ARENA(a));
+  void* p = mallocx(100000, MALLOCX_ARENA(a));
   if (p == nullptr) return 8;
   dallocx(p, 0);
   pthread_t t;
   if (pthread_create(&t, nullptr, child_thread, nullptr) != 0) return 9;
-  void *tr = nullptr;
+  void* tr = nullptr;
   pthread_join(t, &tr);
   if (tr != nullptr) return 10;
   if (round % 5 == 0) {
     // Allocate, then replace the process image.
-    char *arg0 = static_cast<char *>(malloc(16));
+    char* arg0 = static_cast<char*>(malloc(16));
     if (arg0 == nullptr) return 11;
     std::strcpy(arg0, "true");
-    char *argv[] = {arg0, nullptr};
+    char* argv[] = {arg0, nullptr};
     execv("/bin/true", argv);
     return 12;  // exec failed
   }
@@ -90,7 +90,7 @@ int child_work(int round, void *inherited, size_t inherited_size) {
     // A fork from the child (now single-threaded plus nothing running).
     pid_t g = fork();
     if (g == 0) {
-      void *q = malloc(777);
+      void* q = malloc(777);
       _exit(q == nullptr ? 1 : 0);
     }
     int st = 0;
@@ -106,7 +106,7 @@ TEST(fork_while_threads_allocate) {
   g_worker_bad = 0;
   pthread_t ts[kWorkers];
   for (int i = 0; i < kWorkers; i++) {
-    ASSERT_EQ(pthread_create(&ts[i], nullptr, worker, (void *)(uintptr_t)(i + 1)), 0);
+    ASSERT_EQ(pthread_create(&ts[i], nullptr, worker, (void*)(uintptr_t)(i + 1)), 0);
   }
   const int rounds = 40 * stress::scale();
   int bad = 0;
@@ -115,7 +115,7 @@ TEST(fork_while_threads_allocate) {
     long ops0 = g_worker_ops.load();
     while (g_worker_ops.load() - ops0 < 200) sched_yield();
     size_t isz = 1000 + (size_t)r * 13;
-    void *inherited = malloc(isz);
+    void* inherited = malloc(isz);
     ASSERT_NOT_NULL(inherited);
     stress::fill(inherited, isz);
     std::fflush(stdout);
@@ -148,11 +148,11 @@ TEST(fork_then_exec_from_child) {
     if (pid == 0) {
       alarm(20);
       if (i % 2 == 1) {
-        void *p = malloc(12345);
+        void* p = malloc(12345);
         if (p == nullptr) _exit(3);
         free(p);
       }
-      execl("/bin/true", "true", (char *)nullptr);
+      execl("/bin/true", "true", (char*)nullptr);
       _exit(12);
     }
     ASSERT_GT(pid, 0);

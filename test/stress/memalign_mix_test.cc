@@ -9,19 +9,19 @@ namespace {
 std::atomic<long> g_bad{0};
 
 struct Block {
-  void *p;
+  void* p;
   size_t n;
   size_t align;
   int how;
 };
 
-void complain(const char *what, const Block &b) {
+void complain(const char* what, const Block& b) {
   if (g_bad.fetch_add(1) < 5) {
     std::printf("  %s: %p size %zu align %zu via %d\n", what, b.p, b.n, b.align, b.how);
   }
 }
 
-Block alloc_one(jt::Rng &rng) {
+Block alloc_one(jt::Rng& rng) {
   Block b{};
   // Mostly modest alignments, sometimes up to 2 MiB.
   int lg = rng.below(10) == 0 ? (int)(12 + rng.below(10)) : (int)(3 + rng.below(10));
@@ -43,7 +43,7 @@ Block alloc_one(jt::Rng &rng) {
   return b;
 }
 
-void free_one(const Block &b, jt::Rng &rng) {
+void free_one(const Block& b, jt::Rng& rng) {
   switch (rng.below(3)) {
     case 0: free(b.p); break;
     case 1: dallocx(b.p, 0); break;
@@ -51,13 +51,13 @@ void free_one(const Block &b, jt::Rng &rng) {
   }
 }
 
-void *mix(void *arg) {
+void* mix(void* arg) {
   jt::Rng rng((uintptr_t)arg);
   constexpr int kSlots = 400;
   Block slots[kSlots] = {};
   long ops = 30000L * stress::scale();
   for (long i = 0; i < ops; i++) {
-    Block &s = slots[rng.below(kSlots)];
+    Block& s = slots[rng.below(kSlots)];
     if (s.p != nullptr) {
       if (stress::verify(s.p, s.n) != s.n) complain("corrupted", s);
       free_one(s, rng);
@@ -74,7 +74,7 @@ void *mix(void *arg) {
     }
     stress::fill(s.p, s.n);
   }
-  for (Block &s : slots) {
+  for (Block& s : slots) {
     if (s.p == nullptr) continue;
     if (stress::verify(s.p, s.n) != s.n) complain("corrupted", s);
     free_one(s, rng);
@@ -87,8 +87,8 @@ void *mix(void *arg) {
 TEST(aligned_entry_points_mixed) {
   g_bad = 0;
   pthread_t a, b;
-  ASSERT_EQ(pthread_create(&a, nullptr, mix, (void *)5), 0);
-  ASSERT_EQ(pthread_create(&b, nullptr, mix, (void *)6), 0);
+  ASSERT_EQ(pthread_create(&a, nullptr, mix, (void*)5), 0);
+  ASSERT_EQ(pthread_create(&b, nullptr, mix, (void*)6), 0);
   pthread_join(a, nullptr);
   pthread_join(b, nullptr);
   EXPECT_EQ(g_bad.load(), 0);

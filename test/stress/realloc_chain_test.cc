@@ -15,11 +15,11 @@ inline unsigned char chain_byte(uint64_t seed, size_t i) {
   return (unsigned char)(x * 0xbf58476d1ce4e5b9ull >> 56);
 }
 
-void chain_fill(unsigned char *p, size_t from, size_t to, uint64_t seed) {
+void chain_fill(unsigned char* p, size_t from, size_t to, uint64_t seed) {
   for (size_t i = from; i < to; i++) p[i] = chain_byte(seed, i);
 }
 
-size_t chain_check(const unsigned char *p, size_t n, uint64_t seed) {
+size_t chain_check(const unsigned char* p, size_t n, uint64_t seed) {
   for (size_t i = 0; i < n; i++) {
     if (p[i] != chain_byte(seed, i)) return i;
   }
@@ -28,7 +28,7 @@ size_t chain_check(const unsigned char *p, size_t n, uint64_t seed) {
 
 std::atomic<long> g_bad{0};
 
-void report(const char *what, size_t from, size_t to, size_t at) {
+void report(const char* what, size_t from, size_t to, size_t at) {
   if (g_bad.fetch_add(1) < 5) {
     std::printf("  %s %zu -> %zu: byte %zu wrong\n", what, from, to, at);
   }
@@ -36,13 +36,13 @@ void report(const char *what, size_t from, size_t to, size_t at) {
 
 constexpr size_t kMax = (size_t)6 << 20;
 
-void *realloc_chains(void *arg) {
+void* realloc_chains(void* arg) {
   jt::Rng rng((uintptr_t)arg);
   int rounds = 6 * stress::scale();
   for (int r = 0; r < rounds; r++) {
     uint64_t seed = rng.next();
     size_t n = 1;
-    unsigned char *p = static_cast<unsigned char *>(malloc(n));
+    unsigned char* p = static_cast<unsigned char*>(malloc(n));
     if (p == nullptr) {
       g_bad++;
       return nullptr;
@@ -51,7 +51,7 @@ void *realloc_chains(void *arg) {
     // Grow by 5..60 % per step (plus a little), crossing every boundary.
     while (n < kMax) {
       size_t next = n + n * (5 + rng.below(56)) / 100 + 1 + rng.below(64);
-      unsigned char *q = static_cast<unsigned char *>(realloc(p, next));
+      unsigned char* q = static_cast<unsigned char*>(realloc(p, next));
       if (q == nullptr) {
         g_bad++;
         free(p);
@@ -67,7 +67,7 @@ void *realloc_chains(void *arg) {
     while (n > 1) {
       size_t next = n - n * (5 + rng.below(56)) / 100 - 1;
       if (next == 0 || next > n) next = 1;
-      unsigned char *q = static_cast<unsigned char *>(realloc(p, next));
+      unsigned char* q = static_cast<unsigned char*>(realloc(p, next));
       if (q == nullptr) {
         g_bad++;
         free(p);
@@ -83,13 +83,13 @@ void *realloc_chains(void *arg) {
   return nullptr;
 }
 
-void *rallocx_chains(void *arg) {
+void* rallocx_chains(void* arg) {
   jt::Rng rng((uintptr_t)arg);
   int rounds = 6 * stress::scale();
   for (int r = 0; r < rounds; r++) {
     uint64_t seed = rng.next();
     size_t n = 8;
-    unsigned char *p = static_cast<unsigned char *>(mallocx(n, 0));
+    unsigned char* p = static_cast<unsigned char*>(mallocx(n, 0));
     if (p == nullptr) {
       g_bad++;
       return nullptr;
@@ -105,7 +105,7 @@ void *rallocx_chains(void *arg) {
         if (bad != n) report("xallocx", n, next, bad);
       } else {
         size_t old_usable = sallocx(p, 0);
-        unsigned char *q = static_cast<unsigned char *>(rallocx(p, next, MALLOCX_ZERO));
+        unsigned char* q = static_cast<unsigned char*>(rallocx(p, next, MALLOCX_ZERO));
         if (q == nullptr) {
           g_bad++;
           dallocx(p, 0);
@@ -126,7 +126,7 @@ void *rallocx_chains(void *arg) {
     while (n > 8) {
       size_t next = n / 2 + rng.below(n / 4 + 1);
       if (next < 8) next = 8;
-      unsigned char *q = static_cast<unsigned char *>(rallocx(p, next, 0));
+      unsigned char* q = static_cast<unsigned char*>(rallocx(p, next, 0));
       if (q == nullptr) {
         g_bad++;
         dallocx(p, 0);
@@ -147,8 +147,8 @@ void *rallocx_chains(void *arg) {
 TEST(realloc_chains_two_threads) {
   g_bad = 0;
   pthread_t a, b;
-  ASSERT_EQ(pthread_create(&a, nullptr, realloc_chains, (void *)1), 0);
-  ASSERT_EQ(pthread_create(&b, nullptr, realloc_chains, (void *)2), 0);
+  ASSERT_EQ(pthread_create(&a, nullptr, realloc_chains, (void*)1), 0);
+  ASSERT_EQ(pthread_create(&b, nullptr, realloc_chains, (void*)2), 0);
   pthread_join(a, nullptr);
   pthread_join(b, nullptr);
   EXPECT_EQ(g_bad.load(), 0);
@@ -157,8 +157,8 @@ TEST(realloc_chains_two_threads) {
 TEST(rallocx_xallocx_chains_two_threads) {
   g_bad = 0;
   pthread_t a, b;
-  ASSERT_EQ(pthread_create(&a, nullptr, rallocx_chains, (void *)3), 0);
-  ASSERT_EQ(pthread_create(&b, nullptr, rallocx_chains, (void *)4), 0);
+  ASSERT_EQ(pthread_create(&a, nullptr, rallocx_chains, (void*)3), 0);
+  ASSERT_EQ(pthread_create(&b, nullptr, rallocx_chains, (void*)4), 0);
   pthread_join(a, nullptr);
   pthread_join(b, nullptr);
   EXPECT_EQ(g_bad.load(), 0);
@@ -168,14 +168,14 @@ TEST(many_short_chains) {
   // Lots of small blocks each resized a few times, interleaved.
   g_bad = 0;
   constexpr int kN = 512;
-  static unsigned char *blocks[kN];
+  static unsigned char* blocks[kN];
   static size_t sizes[kN];
   static uint64_t seeds[kN];
   jt::Rng rng(99);
   for (int i = 0; i < kN; i++) {
     sizes[i] = 1 + rng.below(100);
     seeds[i] = rng.next();
-    blocks[i] = static_cast<unsigned char *>(malloc(sizes[i]));
+    blocks[i] = static_cast<unsigned char*>(malloc(sizes[i]));
     ASSERT_NOT_NULL(blocks[i]);
     chain_fill(blocks[i], 0, sizes[i], seeds[i]);
   }
@@ -183,7 +183,7 @@ TEST(many_short_chains) {
     for (int i = 0; i < kN; i++) {
       size_t n = sizes[i];
       size_t next = 1 + rng.below(rng.below(8) == 0 ? 40000 : 2000);
-      unsigned char *q = static_cast<unsigned char *>(realloc(blocks[i], next));
+      unsigned char* q = static_cast<unsigned char*>(realloc(blocks[i], next));
       ASSERT_NOT_NULL(q);
       size_t keep = n < next ? n : next;
       size_t bad = chain_check(q, keep, seeds[i]);

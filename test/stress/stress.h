@@ -13,9 +13,9 @@ namespace stress {
 
 // Work multiplier: 1 for the short form, 10 for the long one.
 inline int scale() {
-  const char *s = std::getenv("STRESS_SCALE");
+  const char* s = std::getenv("STRESS_SCALE");
   if (s != nullptr && std::atoi(s) > 0) return std::atoi(s);
-  const char *l = std::getenv("STRESS_LONG");
+  const char* l = std::getenv("STRESS_LONG");
   return (l != nullptr && l[0] == '1') ? 10 : 1;
 }
 
@@ -23,15 +23,15 @@ inline int scale() {
 // enough to cover every byte of large blocks, and different for every
 // (address, size) so that a block handed out twice, or written through a
 // stale pointer, does not verify.
-inline uint64_t seed_of(const void *p, size_t n) {
+inline uint64_t seed_of(const void* p, size_t n) {
   uint64_t x = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull ^ (uint64_t)n * 0xc2b2ae3d27d4eb4full;
   x ^= x >> 31;
   return x | 1;
 }
 
-inline void fill(void *p, size_t n) {
+inline void fill(void* p, size_t n) {
   uint64_t s = seed_of(p, n);
-  unsigned char *b = static_cast<unsigned char *>(p);
+  unsigned char* b = static_cast<unsigned char*>(p);
   size_t words = n / 8;
   for (size_t i = 0; i < words; i++) {
     uint64_t w = s + i * 0x632be59bd9b4e019ull;
@@ -41,9 +41,9 @@ inline void fill(void *p, size_t n) {
 }
 
 // Returns n when the block still holds its pattern, else the first bad byte.
-inline size_t verify(const void *p, size_t n) {
+inline size_t verify(const void* p, size_t n) {
   uint64_t s = seed_of(p, n);
-  const unsigned char *b = static_cast<const unsigned char *>(p);
+  const unsigned char* b = static_cast<const unsigned char*>(p);
   size_t words = n / 8;
   for (size_t i = 0; i < words; i++) {
     uint64_t w;
@@ -63,7 +63,7 @@ inline size_t verify(const void *p, size_t n) {
 
 // A skewed size in [1, 256 KiB]: mostly small, rarely large.
 //   60% 1..128 B, 25% ..4 KiB, 10% ..32 KiB, 4% ..128 KiB, 1% ..256 KiB.
-inline size_t skewed_size(jt::Rng &rng) {
+inline size_t skewed_size(jt::Rng& rng) {
   uint64_t r = rng.below(100);
   if (r < 60) return 1 + rng.below(128);
   if (r < 85) return 129 + rng.below(4096 - 128);

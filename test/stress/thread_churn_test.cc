@@ -10,17 +10,17 @@ constexpr int kKeep = 24;
 constexpr int kWave = 8;  // threads alive at once
 
 struct Result {
-  void *kept[kKeep];
+  void* kept[kKeep];
   size_t size[kKeep];
   int nkept;
   bool ok;
 };
 
-void *churn(void *arg) {
-  Result *r = static_cast<Result *>(arg);
+void* churn(void* arg) {
+  Result* r = static_cast<Result*>(arg);
   uintptr_t id = (uintptr_t)r;
   jt::Rng rng(id);
-  void *live[64] = {};
+  void* live[64] = {};
   size_t live_n[64] = {};
   r->ok = true;
   for (int i = 0; i < 400; i++) {
@@ -79,7 +79,7 @@ TEST(create_and_exit_threads) {
     for (int i = 0; i < n; i++) {
       if (!results[i].ok) bad++;
       for (int k = 0; k < results[i].nkept; k++) {
-        void *p = results[i].kept[k];
+        void* p = results[i].kept[k];
         size_t sz = results[i].size[k];
         if (stress::verify(p, sz) != sz || malloc_usable_size(p) < sz) bad++;
         if (k % 2 == 0) {
@@ -97,8 +97,9 @@ TEST(create_and_exit_threads) {
   ASSERT_TRUE(jt::refresh_stats());
   unsigned nthreads = 0;
   char name[128];
-  ASSERT_EQ(jt::ctl_get(jt::ctl_name(name, "stats.arenas.%d.nthreads", MALLCTL_ARENAS_ALL),
-                        &nthreads), 0);
+  ASSERT_EQ(
+      jt::ctl_get(jt::ctl_name(name, "stats.arenas.%d.nthreads", MALLCTL_ARENAS_ALL), &nthreads),
+      0);
   EXPECT_LE(nthreads, 1u);
 }
 
@@ -108,9 +109,9 @@ TEST(threads_exit_while_others_allocate) {
   static std::atomic<long> bad{0};
   stop = false;
   bad = 0;
-  auto background = [](void *arg) -> void * {
+  auto background = [](void* arg) -> void* {
     jt::Rng rng((uintptr_t)arg);
-    void *slots[128] = {};
+    void* slots[128] = {};
     size_t sizes[128] = {};
     while (!stop.load(std::memory_order_relaxed)) {
       int s = (int)rng.below(128);
@@ -122,12 +123,12 @@ TEST(threads_exit_while_others_allocate) {
       slots[s] = malloc(sizes[s]);
       if (slots[s] != nullptr) stress::fill(slots[s], sizes[s]);
     }
-    for (void *p : slots) free(p);
+    for (void* p : slots) free(p);
     return nullptr;
   };
   pthread_t bg[2];
   for (int i = 0; i < 2; i++) {
-    ASSERT_EQ(pthread_create(&bg[i], nullptr, background, (void *)(uintptr_t)(i + 7)), 0);
+    ASSERT_EQ(pthread_create(&bg[i], nullptr, background, (void*)(uintptr_t)(i + 7)), 0);
   }
   static Result results[kWave];
   const int total = 64 * stress::scale();

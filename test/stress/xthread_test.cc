@@ -13,7 +13,7 @@ constexpr int kThreads = 8;
 constexpr unsigned kRingSize = 256;  // power of two
 
 struct Item {
-  void *p;
+  void* p;
   size_t n;
   int how;  // which entry point allocated it (selects the matching free)
 };
@@ -24,14 +24,14 @@ struct Ring {
   alignas(64) std::atomic<unsigned> head{0};  // next to pop (consumer)
   alignas(64) std::atomic<unsigned> tail{0};  // next to push (producer)
 
-  bool push(const Item &it) {
+  bool push(const Item& it) {
     unsigned t = tail.load(std::memory_order_relaxed);
     if (t - head.load(std::memory_order_acquire) == kRingSize) return false;
     items[t % kRingSize] = it;
     tail.store(t + 1, std::memory_order_release);
     return true;
   }
-  bool pop(Item *out) {
+  bool pop(Item* out) {
     unsigned h = head.load(std::memory_order_relaxed);
     if (h == tail.load(std::memory_order_acquire)) return false;
     *out = items[h % kRingSize];
@@ -45,7 +45,7 @@ long g_per_thread;
 std::atomic<long> g_bad{0};
 std::atomic<long> g_oom{0};
 
-Item make_block(jt::Rng &rng) {
+Item make_block(jt::Rng& rng) {
   size_t n = stress::skewed_size(rng);
   Item it{nullptr, n, (int)rng.below(4)};
   switch (it.how) {
@@ -58,7 +58,7 @@ Item make_block(jt::Rng &rng) {
   return it;
 }
 
-void check_and_free(const Item &it) {
+void check_and_free(const Item& it) {
   if (stress::verify(it.p, it.n) != it.n || malloc_usable_size(it.p) < it.n) {
     if (g_bad.fetch_add(1) < 5) {
       std::printf("  corrupted block %p (size %zu, byte %zu)\n", it.p, it.n,
@@ -73,17 +73,17 @@ void check_and_free(const Item &it) {
   }
 }
 
-void *worker(void *arg) {
+void* worker(void* arg) {
   int id = (int)(intptr_t)arg;
   jt::Rng rng(1000 + id);
-  Ring &out = g_rings[id];
-  Ring &in = g_rings[(id + kThreads - 1) % kThreads];
+  Ring& out = g_rings[id];
+  Ring& in = g_rings[(id + kThreads - 1) % kThreads];
   long produced = 0, consumed = 0;
   Item pending{nullptr, 0, 0};
   bool have_pending = false;
   // A few private blocks too, so that local and remote frees mix in the
   // same caches.
-  void *local[32] = {};
+  void* local[32] = {};
   while (produced < g_per_thread || consumed < g_per_thread) {
     bool progress = false;
     if (produced < g_per_thread) {
@@ -112,7 +112,7 @@ void *worker(void *arg) {
     local[slot] = malloc(1 + rng.below(512));
     if (!progress) sched_yield();
   }
-  for (void *p : local) free(p);
+  for (void* p : local) free(p);
   return nullptr;
 }
 
@@ -124,7 +124,7 @@ TEST(ring_cross_thread_frees) {
   g_oom = 0;
   pthread_t ts[kThreads];
   for (int i = 0; i < kThreads; i++) {
-    ASSERT_EQ(pthread_create(&ts[i], nullptr, worker, (void *)(intptr_t)i), 0);
+    ASSERT_EQ(pthread_create(&ts[i], nullptr, worker, (void*)(intptr_t)i), 0);
   }
   for (pthread_t t : ts) pthread_join(t, nullptr);
   EXPECT_EQ(g_bad.load(), 0);
@@ -144,7 +144,7 @@ TEST(ring_with_tcache_flushes) {
   g_bad = 0;
   pthread_t ts[kThreads];
   for (int i = 0; i < kThreads; i++) {
-    ASSERT_EQ(pthread_create(&ts[i], nullptr, worker, (void *)(intptr_t)i), 0);
+    ASSERT_EQ(pthread_create(&ts[i], nullptr, worker, (void*)(intptr_t)i), 0);
   }
   char name[128];
   jt::ctl_name(name, "arena.%d.purge", MALLCTL_ARENAS_ALL);

@@ -198,7 +198,7 @@ TEST_F(ArenaTest, ReusedDirtyLargePagesAreZeroedOnRequest) {
   free_large(p);
   ASSERT_GT(pages().dirty, 0u);
   void* q = large(k64K, kCacheline, /*zero=*/true);
-  EXPECT_EQ(pages().dirty, 0u);  // the dirty extent was reused ...
+  EXPECT_EQ(pages().dirty, 0u);    // the dirty extent was reused ...
   EXPECT_TRUE(all_zero(q, k64K));  // ... and cleared
   free_large(q);
 }
@@ -347,7 +347,7 @@ TEST_F(ArenaTest, TheAllocationTickRunsADecayStep) {
   a->decay(false, false);
   EXPECT_EQ(arena_pages(a->ind()).dirty, dirty);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // well past the decay time
-  EXPECT_EQ(arena_pages(a->ind()).dirty, dirty);  // nothing decays without a step
+  EXPECT_EQ(arena_pages(a->ind()).dirty, dirty);               // nothing decays without a step
   // A thread's ticks run a step at most every 2 x 1000 - 1 of them: everything is purged.
   std::thread t([a] {
     for (int i = 0; i < 2000; i++) a->decay_tick();

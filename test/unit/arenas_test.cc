@@ -24,9 +24,7 @@ constexpr size_t kLarge = 64 * 1024;
 
 class ArenasTeardown : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    ASSERT_TRUE(core_boot(CoreConfig{}));
-  }
+  static void SetUpTestSuite() { ASSERT_TRUE(core_boot(CoreConfig{})); }
 
   /// A manual arena that never purges on a schedule (dirty and muzzy decay -1).
   static Arena* arena_never_decaying() {

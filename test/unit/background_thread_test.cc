@@ -55,9 +55,7 @@ class BackgroundThread : public ::testing::Test {
   }
 
   /// Allocates and frees n large extents of `a`, leaving their pages dirty.
-  static void make_dirty(Arena* a, int n) {
-    je::make_dirty(a, n, kLarge);
-  }
+  static void make_dirty(Arena* a, int n) { je::make_dirty(a, n, kLarge); }
 
   /// Polls (without touching the allocator) until `a` has no dirty pages or `limit` passes.
   static bool wait_clean(Arena* a, milliseconds limit) {

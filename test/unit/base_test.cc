@@ -83,7 +83,8 @@ TEST_F(BaseTest, AlignmentAndZeroFill) {
   Base* b = Base::create(1, MetadataThp::kDisabled);
   ASSERT_NE(b, nullptr);
   for (size_t alignment = 8; alignment <= kPage; alignment *= 2) {
-    for (size_t size : {size_t{1}, size_t{8}, size_t{24}, size_t{100}, size_t{4096}, size_t{5000}}) {
+    for (size_t size :
+         {size_t{1}, size_t{8}, size_t{24}, size_t{100}, size_t{4096}, size_t{5000}}) {
       void* p = b->alloc(size, alignment);
       ASSERT_NE(p, nullptr);
       EXPECT_EQ(addr_of(p) % alignment, 0u) << "alignment " << alignment;

@@ -48,9 +48,7 @@ CoreConfig test_config() {
 
 class BinInfo : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    ASSERT_TRUE(core_boot(test_config()));
-  }
+  static void SetUpTestSuite() { ASSERT_TRUE(core_boot(test_config())); }
 
   static Arena* manual_arena() {
     unsigned ind = 0;
@@ -66,11 +64,11 @@ class BinInfo : public ::testing::Test {
 };
 
 TEST_F(BinInfo, ClampFollowsTheRegionLimits) {
-  EXPECT_EQ(bin_slab_pages_clamp(k8, 0), 1u);      // at least one region's pages
-  EXPECT_EQ(bin_slab_pages_clamp(k8, 2), 1u);      // 512 regions of 8 B fill one page
-  EXPECT_EQ(bin_slab_pages_clamp(k32, 100), 4u);   // 512 x 32 B = 4 pages
+  EXPECT_EQ(bin_slab_pages_clamp(k8, 0), 1u);     // at least one region's pages
+  EXPECT_EQ(bin_slab_pages_clamp(k8, 2), 1u);     // 512 regions of 8 B fill one page
+  EXPECT_EQ(bin_slab_pages_clamp(k32, 100), 4u);  // 512 x 32 B = 4 pages
   EXPECT_EQ(bin_slab_pages_clamp(k48, 1), 1u);
-  EXPECT_EQ(bin_slab_pages_clamp(k14336, 1), 4u);  // one 14 KiB region needs 4 pages
+  EXPECT_EQ(bin_slab_pages_clamp(k14336, 1), 4u);        // one 14 KiB region needs 4 pages
   EXPECT_EQ(bin_slab_pages_clamp(k14336, 5000), 1792u);  // 512 regions
 }
 

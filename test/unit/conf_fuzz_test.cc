@@ -64,7 +64,10 @@ struct Rng {
   }
   size_t below(size_t n) { return n == 0 ? 0 : static_cast<size_t>(next() % n); }
   bool one_in(size_t n) { return below(n) == 0; }
-  template <class T, size_t N> const T& pick(const T (&a)[N]) { return a[below(N)]; }
+  template <class T, size_t N>
+  const T& pick(const T (&a)[N]) {
+    return a[below(N)];
+  }
 };
 
 std::string u64s(uint64_t v) { return std::to_string(v); }
@@ -83,13 +86,50 @@ std::string digits(Rng& r, size_t n) {
 }
 
 std::string number_value(Rng& r, const OptInfo* o) {
-  static const char* const kSpecial[] = {
-      "", "0", "1", "-1", "+1", "-0", "+0", "0x", "0x10", "0X1f", "0xg", "010", "08", "0777",
-      "-0x10", "18446744073709551615", "18446744073709551616", "99999999999999999999",
-      "27670116110564327420", "9223372036854775807", "9223372036854775808",
-      "-9223372036854775808", "-9223372036854775809", "4294967295", "4294967296", "4294967297",
-      " 7", "\t7", "\n7", "7 ", "++1", "+-1", "--1", "- 1", "1e3", "1.5", "default", "Default",
-      "0x1ffffffffffffffff", "18446744072000", "18446744072001", "-", "+", " "};
+  static const char* const kSpecial[] = {"",
+                                         "0",
+                                         "1",
+                                         "-1",
+                                         "+1",
+                                         "-0",
+                                         "+0",
+                                         "0x",
+                                         "0x10",
+                                         "0X1f",
+                                         "0xg",
+                                         "010",
+                                         "08",
+                                         "0777",
+                                         "-0x10",
+                                         "18446744073709551615",
+                                         "18446744073709551616",
+                                         "99999999999999999999",
+                                         "27670116110564327420",
+                                         "9223372036854775807",
+                                         "9223372036854775808",
+                                         "-9223372036854775808",
+                                         "-9223372036854775809",
+                                         "4294967295",
+                                         "4294967296",
+                                         "4294967297",
+                                         " 7",
+                                         "\t7",
+                                         "\n7",
+                                         "7 ",
+                                         "++1",
+                                         "+-1",
+                                         "--1",
+                                         "- 1",
+                                         "1e3",
+                                         "1.5",
+                                         "default",
+                                         "Default",
+                                         "0x1ffffffffffffffff",
+                                         "18446744072000",
+                                         "18446744072001",
+                                         "-",
+                                         "+",
+                                         " "};
   char buf[40];
   const uint64_t x = r.next() >> r.below(64);
   switch (r.below(6)) {
@@ -101,19 +141,37 @@ std::string number_value(Rng& r, const OptInfo* o) {
       return r.one_in(3) ? std::string(buf) : r.one_in(2) ? i64s(v) : u64s(v);
     }
     case 2: return std::string(r.pick({"", "-", "+", " ", " -"})) + u64s(x);
-    case 3:
-      snprintf(buf, sizeof(buf), r.one_in(2) ? "0x%" PRIx64 : "0%" PRIo64, x);
-      return buf;
+    case 3: snprintf(buf, sizeof(buf), r.one_in(2) ? "0x%" PRIx64 : "0%" PRIo64, x); return buf;
     case 4: return digits(r, 19 + r.below(r.one_in(20) ? 5000 : 40));
     default: return std::string(r.pick({"", "", "+", "-", " "})) + u64s(r.below(100));
   }
 }
 
 std::string fxp_value(Rng& r) {
-  static const char* const kSpecial[] = {
-      "", ".", "0.", ".5", "1.5", "65535.99999", "65535", "65536", "-1", "-0", "+1", " 1", "1 ",
-      "1x", "1.5.", "0.3333333333333333333333333333", "00000000000000000000001", "1e3", "0x1",
-      "..5", "1..5", "-1.5", "4294967295", "0.00001525878907"};
+  static const char* const kSpecial[] = {"",
+                                         ".",
+                                         "0.",
+                                         ".5",
+                                         "1.5",
+                                         "65535.99999",
+                                         "65535",
+                                         "65536",
+                                         "-1",
+                                         "-0",
+                                         "+1",
+                                         " 1",
+                                         "1 ",
+                                         "1x",
+                                         "1.5.",
+                                         "0.3333333333333333333333333333",
+                                         "00000000000000000000001",
+                                         "1e3",
+                                         "0x1",
+                                         "..5",
+                                         "1..5",
+                                         "-1.5",
+                                         "4294967295",
+                                         "0.00001525878907"};
   if (r.one_in(3)) return r.pick(kSpecial);
   std::string s = r.one_in(8) ? "" : u64s(r.below(r.one_in(4) ? 100000 : 10));
   if (r.one_in(2)) s += "." + digits(r, r.below(r.one_in(10) ? 3000 : 60));
@@ -121,8 +179,8 @@ std::string fxp_value(Rng& r) {
 }
 
 std::string choice_value(Rng& r, const OptInfo* o) {
-  static const char* const kOther[] = {"", "true", "default", "DISABLED", "Always", "percpux",
-                                       "secondaryy", "auto,", "never "};
+  static const char* const kOther[] = {"",        "true",       "default", "DISABLED", "Always",
+                                       "percpux", "secondaryy", "auto,",   "never "};
   if (o == nullptr || o->domain.nnames == 0 || r.one_in(5)) return r.pick(kOther);
   const std::string name = o->domain.names[r.below(o->domain.nnames)];
   switch (r.below(4)) {
@@ -142,10 +200,34 @@ std::string letters_value(Rng& r) {
 }
 
 std::string range_number(Rng& r) {
-  static const char* const kNums[] = {
-      "0", "1", "8", "16", "17", "1024", "14336", "14337", "16384", "100000", "-1", "0x10", "010",
-      "18446744073709551615", "9223372036854775808", "4294967296", "4294967297", "", " 8", "63",
-      "64", "65", "255", "256", "1792", "1793", "2147483648", "99999999999999999999"};
+  static const char* const kNums[] = {"0",
+                                      "1",
+                                      "8",
+                                      "16",
+                                      "17",
+                                      "1024",
+                                      "14336",
+                                      "14337",
+                                      "16384",
+                                      "100000",
+                                      "-1",
+                                      "0x10",
+                                      "010",
+                                      "18446744073709551615",
+                                      "9223372036854775808",
+                                      "4294967296",
+                                      "4294967297",
+                                      "",
+                                      " 8",
+                                      "63",
+                                      "64",
+                                      "65",
+                                      "255",
+                                      "256",
+                                      "1792",
+                                      "1793",
+                                      "2147483648",
+                                      "99999999999999999999"};
   return r.one_in(4) ? u64s(r.next() >> r.below(64)) : r.pick(kNums);
 }
 
@@ -303,9 +385,12 @@ const char* const kSourceExplain[je::kConfNSources] = {
     "value of the environment variable MALLOC_CONF",
     "string pointed to by the global variable malloc_conf_2_conf_harder",
 };
-const char* const kPairTags[] = {"Invalid conf pair: ", "Invalid conf value: ",
-                                 "Out-of-range conf value: ", "Invalid settings for bin_shards: ",
-                                 "Invalid settings for slab_sizes: ", "-- Set conf value: "};
+const char* const kPairTags[] = {"Invalid conf pair: ",
+                                 "Invalid conf value: ",
+                                 "Out-of-range conf value: ",
+                                 "Invalid settings for bin_shards: ",
+                                 "Invalid settings for slab_sizes: ",
+                                 "-- Set conf value: "};
 const char* const kSyntax[] = {"Conf string ends with key", "Malformed conf string",
                                "Conf string ends with comma"};
 
@@ -560,15 +645,14 @@ void check_single_pair(const std::string& s, const Result& a, std::string* why) 
         (&o == sel || (sel->id == OptId::lg_tcache_max && o.id == OptId::tcache_max) ||
          (sel->id == OptId::hpa_hugification_threshold_ratio &&
           o.id == OptId::hpa_hugification_threshold));
-    const bool quirk = o.id == OptId::narenas_ratio || o.id == OptId::bin_shards ||
-                       o.id == OptId::slab_sizes;
+    const bool quirk =
+        o.id == OptId::narenas_ratio || o.id == OptId::bin_shards || o.id == OptId::slab_sizes;
     if (!mine || (rejected && !quirk)) *why += std::string("pair changed ") + o.name + "; ";
   }
 }
 
 // "A,B" == A then B, for a syntax-clean non-empty A (`a` its result) and a non-empty B.
-void check_join(const std::string& s, const Result& a, const std::string& other,
-                std::string* why) {
+void check_join(const std::string& s, const Result& a, const std::string& other, std::string* why) {
   if (s.empty() || other.empty()) return;
   for (const std::string& m : a.msgs) {
     for (const char* syntax : kSyntax) {
@@ -671,7 +755,8 @@ void run_seed(uint64_t seed, unsigned count) {
     }
   }
   EXPECT_EQ(failures, 0u) << "seed " << seed << ", first failures:\n" << report;
-  printf("seed %" PRIu64 ": %u inputs (%u skipped as known bugs); %u messages (%u multi-line "
+  printf("seed %" PRIu64
+         ": %u inputs (%u skipped as known bugs); %u messages (%u multi-line "
          "by an echoed newline, %u cut at 4095 bytes); single pairs: %u accepted, %u rejected; "
          "%u \"A,B\" checks; %u conf_init runs\n",
          seed, count, skipped, g_stats.messages, g_stats.multiline, g_stats.cut, g_stats.accepted,

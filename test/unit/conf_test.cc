@@ -193,8 +193,8 @@ TEST_F(ConfTest, EveryParseableKeyAcceptsAValidValue) {
   EXPECT_EQ(g_opt.slab_sizes[0], 0);
 }
 
-// 5.3.0's list of keys (doc/options.md): each is known to the table; Debian accepts all but these, which
-// 5.3.0 itself rejects on Debian's build (cache_oblivious, utrace, xmalloc, lg_san_uaf_align,
+// 5.3.0's list of keys (doc/options.md): each is known to the table; Debian accepts all but these,
+// which 5.3.0 itself rejects on Debian's build (cache_oblivious, utrace, xmalloc, lg_san_uaf_align,
 // log) or which we reject as a --disable-prof build (prof*).
 TEST_F(ConfTest, Every530KeyIsKnownAndTreatedAsDebianMinusProf) {
   const char* keys[] = {"abort",

@@ -35,9 +35,7 @@ class CtlStats : public ::testing::Test {
   void SetUp() override {
     if (!config::kStats) GTEST_SKIP() << "built with --disable-stats";
   }
-  static void SetUpTestSuite() {
-    ASSERT_TRUE(core_boot(CoreConfig{}));
-  }
+  static void SetUpTestSuite() { ASSERT_TRUE(core_boot(CoreConfig{})); }
 
   template <class T>
   static T read(const std::string& name) {
@@ -71,7 +69,8 @@ class CtlStats : public ::testing::Test {
   }
 
   static void check_invariants(size_t ind) {
-    size_t allocated = astat<size_t>(ind, "small.allocated") + astat<size_t>(ind, "large.allocated");
+    size_t allocated =
+        astat<size_t>(ind, "small.allocated") + astat<size_t>(ind, "large.allocated");
     size_t active = astat<size_t>(ind, "pactive") * kPage;
     size_t resident = astat<size_t>(ind, "resident");
     size_t mapped = astat<size_t>(ind, "mapped");

@@ -265,7 +265,7 @@ TEST_F(Ctl, ArenaMisc) {
   EXPECT_TRUE(read<bool>(arena(0, "initialized")));
   EXPECT_TRUE(read<bool>(arena(kAll, "initialized")));
   EXPECT_TRUE(read<bool>(arena(n, "initialized")));
-  EXPECT_EQ(act(arena(0, "reset")), EFAULT);    // automatic arenas cannot be reset
+  EXPECT_EQ(act(arena(0, "reset")), EFAULT);  // automatic arenas cannot be reset
   EXPECT_EQ(act(arena(0, "destroy")), EFAULT);
   EXPECT_EQ(act(arena(kAll, "reset")), EFAULT);
 
@@ -287,8 +287,7 @@ TEST_F(Ctl, ArenaMisc) {
   EXPECT_EQ(read<size_t>(arena(0, "retain_grow_limit")), sc::kLargeMaxClass);
   size_t len = sizeof(v);
   size_t limit = size_t{1} << 20;
-  ASSERT_EQ(ctl_byname(arena(0, "retain_grow_limit").c_str(), &v, &len, &limit, sizeof(limit)),
-            0);
+  ASSERT_EQ(ctl_byname(arena(0, "retain_grow_limit").c_str(), &v, &len, &limit, sizeof(limit)), 0);
   EXPECT_EQ(v, sc::kLargeMaxClass);
   EXPECT_EQ(read<size_t>(arena(0, "retain_grow_limit")), limit);
   EXPECT_EQ(put<size_t>(arena(0, "retain_grow_limit"), 100), EFAULT);

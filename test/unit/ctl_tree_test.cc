@@ -435,18 +435,17 @@ constexpr GoldenRow kGolden[] = {
 };
 
 /// Names we add to 5.3.0's tree (doc/mallctl.md).
-const char* const kOurNames[] = {
-    "opt.bounded_coalesce",
-    "opt.idle_arena_decay",
-    "opt.reuse_before_grow",
-    "opt.purge_on_grow",
-    "opt.extent_best_fit",
-    "opt.borrow_dirty",
-    "opt.decay_hold_peak",
-    "arena.<i>.bounded_coalesce",
-    "arenas.bounded_coalesce",
+const char* const kOurNames[] = {"opt.bounded_coalesce",
+                                 "opt.idle_arena_decay",
+                                 "opt.reuse_before_grow",
+                                 "opt.purge_on_grow",
+                                 "opt.extent_best_fit",
+                                 "opt.borrow_dirty",
+                                 "opt.decay_hold_peak",
+                                 "arena.<i>.bounded_coalesce",
+                                 "arenas.bounded_coalesce",
 #define JE_COUNTER_NAME(name, meaning) "stats.arenas.<i>." #name,
-    JE_PAC_COUNTERS_OURS(JE_COUNTER_NAME)
+                                 JE_PAC_COUNTERS_OURS(JE_COUNTER_NAME)
 #undef JE_COUNTER_NAME
 };
 
@@ -481,16 +480,14 @@ std::string mib_string(const size_t* mib, size_t n) {
 
 class CtlTree : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    ASSERT_TRUE(core_boot(CoreConfig{}));
-  }
+  static void SetUpTestSuite() { ASSERT_TRUE(core_boot(CoreConfig{})); }
 };
 
 TEST_F(CtlTree, NamesAreGoldenPlusOurs) {
   std::vector<std::string> walked;
-  ctl::walk_names([](const char* n, void* ctx) {
-    static_cast<std::vector<std::string>*>(ctx)->push_back(n);
-  }, &walked);
+  ctl::walk_names(
+      [](const char* n, void* ctx) { static_cast<std::vector<std::string>*>(ctx)->push_back(n); },
+      &walked);
   std::set<std::string> ours(walked.begin(), walked.end());
   EXPECT_EQ(ours.size(), walked.size()) << "duplicate names in the tree";
   std::set<std::string> expected;
@@ -577,7 +574,7 @@ TEST(CtlParseIndex, FollowsJemallocStrtoumax) {
   EXPECT_EQ(ctl::parse_index("4096.purge"), 4096u);
   EXPECT_EQ(ctl::parse_index("0"), 0u);
   EXPECT_EQ(ctl::parse_index("0.size"), 0u);
-  EXPECT_EQ(ctl::parse_index("08"), 0u);   // the octal-prefix sniffing of 5.3.0
+  EXPECT_EQ(ctl::parse_index("08"), 0u);  // the octal-prefix sniffing of 5.3.0
   EXPECT_EQ(ctl::parse_index("010"), 10u);
   EXPECT_EQ(ctl::parse_index("-0"), 0u);
   EXPECT_EQ(ctl::parse_index("-1"), UINT64_MAX);

@@ -106,7 +106,7 @@ TEST_F(EdataCacheTest, AvailableCountsPutsMinusReuses) {
 TEST_F(EdataCacheTest, ConcurrentGetPutLosesAndDuplicatesNothing) {
   constexpr unsigned kThreads = 4;
   constexpr unsigned kRounds = 2000;
-  constexpr unsigned kHeld = 8;  // descriptors each thread holds at once
+  constexpr unsigned kHeld = 8;          // descriptors each thread holds at once
   constexpr unsigned kKept = kHeld / 2;  // ... and still holds at the end of each round
   std::vector<std::vector<Edata*>> last(kThreads);
   std::vector<std::thread> ts;
@@ -157,10 +157,10 @@ TEST_F(EdataCacheTest, MutexStatsCountEveryAcquisition) {
     return;
   }
   cache.reset_mutex_stats();
-  std::vector<Edata*> v = take(5);        // 5 acquisitions (empty cache: carved from base)
-  for (Edata* e : v) cache.put(e);        // 5
-  cache.get();                            // 1
-  MutexStats s = cache.mutex_stats();     // the snapshot's own acquisition: 1
+  std::vector<Edata*> v = take(5);     // 5 acquisitions (empty cache: carved from base)
+  for (Edata* e : v) cache.put(e);     // 5
+  cache.get();                         // 1
+  MutexStats s = cache.mutex_stats();  // the snapshot's own acquisition: 1
   EXPECT_EQ(s.num_ops, 12u);
   EXPECT_EQ(s.num_owner_switch, 1u) << "one thread only: just the first acquisition switches";
   EXPECT_EQ(s.num_wait, 0u);

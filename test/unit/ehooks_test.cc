@@ -92,8 +92,7 @@ TEST_F(DefaultHooks, AllocAtAnAddressIsExactOrFails) {
   char* p = mapped(4, 1);
   ASSERT_NE(p, nullptr);
   bool zero = false, commit = true;
-  EXPECT_EQ(hooks.alloc(p, 4 * kPg, kPg, &zero, &commit), nullptr)
-      << "mapped over a live range";
+  EXPECT_EQ(hooks.alloc(p, 4 * kPg, kPg, &zero, &commit), nullptr) << "mapped over a live range";
   EXPECT_TRUE(all_bytes(p, 4 * kPg, 1)) << "a refused placement changed the memory";
   // Free the upper half, then ask for exactly it.
   EXPECT_TRUE(hooks.dalloc(p + 2 * kPg, 2 * kPg, true));
@@ -201,8 +200,8 @@ struct Call {
   extent_hooks_t* self = nullptr;
   void* addr = nullptr;
   size_t size = 0;
-  size_t x = 0;        // alignment / offset / size_a / size_b's partner (see each hook)
-  size_t y = 0;        // length / size_b
+  size_t x = 0;  // alignment / offset / size_a / size_b's partner (see each hook)
+  size_t y = 0;  // length / size_b
   void* addr_b = nullptr;
   bool committed = false;
   unsigned ind = 0;
@@ -258,9 +257,9 @@ bool rec_merge(extent_hooks_t* h, void* addr_a, size_t size_a, void* addr_b, siz
   return g_fail;
 }
 
-extent_hooks_t g_recording = {rec_alloc,           rec_dalloc,          rec_destroy,
-                              rec_range<kCommit>,  rec_range<kDecommit>, rec_range<kLazy>,
-                              rec_range<kForced>,  rec_split,           rec_merge};
+extent_hooks_t g_recording = {
+    rec_alloc,        rec_dalloc,         rec_destroy, rec_range<kCommit>, rec_range<kDecommit>,
+    rec_range<kLazy>, rec_range<kForced>, rec_split,   rec_merge};
 
 class UserHooks : public ::testing::Test {
  protected:

@@ -101,15 +101,15 @@ TEST_F(EmapTest, PackedEntriesRoundTripEveryField) {
                                 ExtentState::kTransition, ExtentState::kMerging};
   const uintptr_t addrs[] = {kPg, kRegion, kVaddrEnd - kPg};
   for (uintptr_t a : addrs) {
-    for (szind_t sz : {szind_t{0}, szind_t{sc::kNBins - 1}, szind_t{sc::kNSizes - 1},
-                       szind_t{sc::kNSizes}}) {
+    for (szind_t sz :
+         {szind_t{0}, szind_t{sc::kNBins - 1}, szind_t{sc::kNSizes - 1}, szind_t{sc::kNSizes}}) {
       for (ExtentState st : states) {
         for (int bits = 0; bits < 4; bits++) {
           e.init(kArena, ptr_of(a), kPg, bits & 1, sz, 0, st, false, true, bits & 2);
           EmapEntry u = Emap::unpack(Emap::pack(&e));
-          SCOPED_TRACE(testing::Message() << std::hex << a << std::dec << " szind " << sz
-                                          << " state " << extent_state_name(st) << " bits "
-                                          << bits);
+          SCOPED_TRACE(testing::Message()
+                       << std::hex << a << std::dec << " szind " << sz << " state "
+                       << extent_state_name(st) << " bits " << bits);
           EXPECT_EQ(u.edata, &e);
           EXPECT_EQ(u.szind, sz);
           EXPECT_EQ(u.state, st);
@@ -286,8 +286,7 @@ TEST_F(EmapTest, NoBackwardNeighbourBelowTheFirstPage) {
   zero_page.init(kArena, nullptr, kPg, false, sc::kNSizes, 0, ExtentState::kDirty, false, true,
                  false);
   Edata below;  // occupies page 0, for the probe from page 1
-  below.init(kArena, nullptr, kPg, false, sc::kNSizes, 0, ExtentState::kDirty, false, true,
-             false);
+  below.init(kArena, nullptr, kPg, false, sc::kNSizes, 0, ExtentState::kDirty, false, true, false);
   ASSERT_TRUE(map->register_boundary(&below));
   EXPECT_EQ(map->try_acquire_neighbor(&zero_page, ExtentState::kDirty, false, false), nullptr);
   Edata one;
@@ -347,8 +346,8 @@ TEST_F(EmapTest, FailedRegistrationWritesNothing) {
   EXPECT_EQ(at(kVaddrEnd - kPg), nullptr) << "first page written by a failed register_boundary";
 
   Edata slab;
-  slab.init(kArena, ptr_of(kVaddrEnd - 3 * kPg), 5 * kPg, true, 1, 0, ExtentState::kActive,
-            false, true, false);
+  slab.init(kArena, ptr_of(kVaddrEnd - 3 * kPg), 5 * kPg, true, 1, 0, ExtentState::kActive, false,
+            true, false);
   EXPECT_FALSE(map->register_interior(&slab));
   EXPECT_EQ(at(kVaddrEnd - 2 * kPg), nullptr) << "interior page left by a failed register";
   EXPECT_EQ(at(kVaddrEnd - kPg), nullptr) << "interior page left by a failed register";

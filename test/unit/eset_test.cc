@@ -144,8 +144,8 @@ std::vector<size_t> probe_sizes() {
   std::vector<size_t> v;
   for (size_t s = kPg; s <= 2 * kMiB; s += kPg) v.push_back(s);
   for (pszind_t i = 0; i < sc::kNPSizes && sz::pind2sz(i) <= (size_t{64} << 30); i++) {
-    for (size_t s : {sz::pind2sz(i) - kPg, sz::pind2sz(i), sz::pind2sz(i) + kPg,
-                     sz::pind2sz(i) + 2 * kPg}) {
+    for (size_t s :
+         {sz::pind2sz(i) - kPg, sz::pind2sz(i), sz::pind2sz(i) + kPg, sz::pind2sz(i) + 2 * kPg}) {
       if (s > 2 * kMiB) v.push_back(s);
     }
   }

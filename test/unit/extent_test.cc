@@ -126,7 +126,8 @@ TEST(Extent, LargeDirtyExtentsCoalesceEagerlyBothSides) {
   pac->dalloc(s);
   pac->dalloc(a);
   pac->dalloc(c);  // absorbs the small extent after it
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)), (std::vector<size_t>{20 * kKiB, 24 * kKiB}));
+  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)),
+            (std::vector<size_t>{20 * kKiB, 24 * kKiB}));
   pac->dalloc(b);  // merges forward and backward
   EXPECT_EQ(ecache_sizes(core(pac).ecache_dirty), std::vector<size_t>{64 * kKiB});
   EXPECT_EQ(pac->counter(PacCounter::dirty_merges), 3u);
@@ -145,7 +146,8 @@ TEST(Extent, BoundLimitsEagerCoalescing) {
   pac->dalloc(a);
   pac->dalloc(c);
   pac->dalloc(b);  // forward merge with c fills the budget (40 KiB); a is refused, released
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)), (std::vector<size_t>{20 * kKiB, 40 * kKiB}));
+  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)),
+            (std::vector<size_t>{20 * kKiB, 40 * kKiB}));
   EXPECT_EQ(pac->counter(PacCounter::dirty_merges_refused), 1u);
   EXPECT_EQ(state_at(a_base), ExtentState::kDirty);  // released, not stuck "merging"
   // A refused neighbour stays mergeable: eviction (unbounded) merges it.
@@ -164,9 +166,11 @@ TEST(Extent, BoundBackwardAndShrinkingBudget) {
   for (int i = 0; i < 5; i++) pac->dalloc(e[i]);
   // Frees walk upward: each new extent merges backward while the budget allows.
   // e0+e1 (40), +e2 (60), +e3 (80 = bound); e4 finds room 0 for the 80 KiB extent.
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)), (std::vector<size_t>{20 * kKiB, 80 * kKiB}));
+  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)),
+            (std::vector<size_t>{20 * kKiB, 80 * kKiB}));
   pac->dalloc(e[5]);  // 20 KiB: backward neighbour e4 (20) fits, then 80 KiB does not
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)), (std::vector<size_t>{40 * kKiB, 80 * kKiB}));
+  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)),
+            (std::vector<size_t>{40 * kKiB, 80 * kKiB}));
   EXPECT_EQ(pac->counter(PacCounter::dirty_merges_refused), 2u);
 }
 
@@ -204,7 +208,8 @@ TEST(Extent, ReuseBeforeGrowSplitsAnOversizedDirtyExtent) {
   for (auto* x : e) pac->dalloc(x);
   ASSERT_EQ(ecache_sizes(core(pac).ecache_dirty), std::vector<size_t>{120 * kKiB});
   auto grown_pages = [&] {
-    return pac->counter(PacCounter::retained_alloc_pages) + pac->counter(PacCounter::fresh_alloc_pages);
+    return pac->counter(PacCounter::retained_alloc_pages) +
+           pac->counter(PacCounter::fresh_alloc_pages);
   };
   size_t grown = grown_pages();
   Edata* a = alloc(pac, 20 * kKiB);
@@ -230,7 +235,8 @@ TEST(Extent, RefusedNeighbourIsReleasedWithFitZero) {
   ASSERT_TRUE(pac->shrink(e, 64 * kKiB, 16 * kKiB));
   pac->dalloc(e);
   EXPECT_EQ(state_at(tail), ExtentState::kDirty);
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)), (std::vector<size_t>{16 * kKiB, 48 * kKiB}));
+  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)),
+            (std::vector<size_t>{16 * kKiB, 48 * kKiB}));
   // Still mergeable: eviction (no bound) joins head and tail again.
   Edata* v = extent::ecache_evict(core(pac), core(pac).ecache_dirty, 0);
   ASSERT_NE(v, nullptr);
@@ -285,13 +291,14 @@ TEST(Extent, HeadBarrierSeparatesGrowthRegions) {
   o.hooks = &hooks;
   Pac* pac = make_pac(o);
   Edata* first = alloc(pac, 2048 * kKiB - 20 * kKiB);
-  Edata* last = alloc(pac, 20 * kKiB);        // end of region 1
-  Edata* next = alloc(pac, 2560 * kKiB);      // region 2, right after
+  Edata* last = alloc(pac, 20 * kKiB);    // end of region 1
+  Edata* next = alloc(pac, 2560 * kKiB);  // region 2, right after
   EXPECT_EQ(last->past_addr(), next->base_addr());
   EXPECT_TRUE(next->is_head);
   pac->dalloc(last);
   pac->dalloc(next);  // forward/backward across the head boundary: refused
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)), (std::vector<size_t>{20 * kKiB, 2560 * kKiB}));
+  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)),
+            (std::vector<size_t>{20 * kKiB, 2560 * kKiB}));
   pac->decay_all(ExtentState::kDirty, true);  // eviction and retained coalescing respect it too
   pac->dalloc(first);
   pac->decay_all(ExtentState::kDirty, true);

@@ -16,22 +16,22 @@
 namespace {
 
 // Formats with both implementations into generous buffers and compares text and return value.
-#define EXPECT_SAME_FORMAT(...)                                         \
-  do {                                                                  \
-    char ours[512];                                                     \
-    char libc[512];                                                     \
-    memset(ours, 'Z', sizeof(ours));                                    \
-    size_t n1 = je::je_snprintf(ours, sizeof(ours), __VA_ARGS__);       \
-    int n2 = snprintf(libc, sizeof(libc), __VA_ARGS__);                 \
+#define EXPECT_SAME_FORMAT(...)                                           \
+  do {                                                                    \
+    char ours[512];                                                       \
+    char libc[512];                                                       \
+    memset(ours, 'Z', sizeof(ours));                                      \
+    size_t n1 = je::je_snprintf(ours, sizeof(ours), __VA_ARGS__);         \
+    int n2 = snprintf(libc, sizeof(libc), __VA_ARGS__);                   \
     EXPECT_EQ(n1, static_cast<size_t>(n2)) << "format: " << #__VA_ARGS__; \
-    EXPECT_STREQ(ours, libc) << "format: " << #__VA_ARGS__;             \
+    EXPECT_STREQ(ours, libc) << "format: " << #__VA_ARGS__;               \
   } while (0)
 
 // Integer formats under every flag combination, width and precision, for a set of values.
 TEST(MallocIo, SignedIntegersMatchLibc) {
-  const int64_t values[] = {0,         1,          -1,         7,         -7,       42,
-                            -42,       INT8_MIN,   INT8_MAX,   INT16_MIN, INT16_MAX, INT32_MIN,
-                            INT32_MAX, INT64_MIN,  INT64_MAX,  1000000,  -999999};
+  const int64_t values[] = {0,         1,         -1,        7,         -7,        42,
+                            -42,       INT8_MIN,  INT8_MAX,  INT16_MIN, INT16_MAX, INT32_MIN,
+                            INT32_MAX, INT64_MIN, INT64_MAX, 1000000,   -999999};
   const char* flags[] = {"", "-", "0", " ", "+", "#", "-0", "+ ", "0+", "- +", "-#", "0 "};
   const char* widths[] = {"", "1", "5", "12", "25"};
   const char* precs[] = {"", ".", ".0", ".1", ".5", ".22"};
@@ -58,9 +58,21 @@ TEST(MallocIo, SignedIntegersMatchLibc) {
 }
 
 TEST(MallocIo, UnsignedIntegersMatchLibc) {
-  const uint64_t values[] = {0,          1,          7,          8,         9,          15,
-                             16,         255,        256,        0xdeadbeef, UINT32_MAX, UINT64_MAX,
-                             UINT64_MAX / 3, 1ULL << 63, 01234567};
+  const uint64_t values[] = {0,
+                             1,
+                             7,
+                             8,
+                             9,
+                             15,
+                             16,
+                             255,
+                             256,
+                             0xdeadbeef,
+                             UINT32_MAX,
+                             UINT64_MAX,
+                             UINT64_MAX / 3,
+                             1ULL << 63,
+                             01234567};
   const char* flags[] = {"", "-", "0", "#", "-#", "0#", " ", "+"};
   const char* widths[] = {"", "1", "6", "23", "30"};
   const char* precs[] = {"", ".0", ".3", ".25"};
@@ -73,8 +85,8 @@ TEST(MallocIo, UnsignedIntegersMatchLibc) {
             std::string fmt = std::string("<%") + f + w + p + c + ">";
             char ours[128];
             char libc[128];
-            size_t n1 =
-                je::je_snprintf(ours, sizeof(ours), fmt.c_str(), static_cast<unsigned long long>(v));
+            size_t n1 = je::je_snprintf(ours, sizeof(ours), fmt.c_str(),
+                                        static_cast<unsigned long long>(v));
             int n2 = snprintf(libc, sizeof(libc), fmt.c_str(), static_cast<unsigned long long>(v));
             ASSERT_EQ(n1, static_cast<size_t>(n2)) << fmt << " " << v;
             ASSERT_STREQ(ours, libc) << fmt << " " << v;
@@ -186,7 +198,8 @@ TEST(MallocIo, TruncationAtEveryBufferSize) {
     char libc[64];
     memset(ours, 0x55, sizeof(ours));
     memset(libc, 0x55, sizeof(libc));
-    EXPECT_EQ(je::je_snprintf(ours, size, "[%s]", s), static_cast<size_t>(snprintf(libc, size, "[%s]", s)));
+    EXPECT_EQ(je::je_snprintf(ours, size, "[%s]", s),
+              static_cast<size_t>(snprintf(libc, size, "[%s]", s)));
     EXPECT_EQ(memcmp(ours, libc, sizeof(ours)), 0) << "size " << size;
   }
 }
@@ -276,10 +289,25 @@ TEST(MallocIo, FmtFixed) {
 }
 
 TEST(MallocIo, ParseU64MatchesStrtoull) {
-  const char* inputs[] = {"0",        "1",          "42",         "  17",        "+5",
-                          "0x1f",     "0X1F",       "017",        "09",          "0x",
-                          "0xg",      "12abc",      "18446744073709551615",       "007",
-                          "\t\n 99z", "ffff",       "zz",         "1010",        "0x8000000000000000"};
+  const char* inputs[] = {"0",
+                          "1",
+                          "42",
+                          "  17",
+                          "+5",
+                          "0x1f",
+                          "0X1F",
+                          "017",
+                          "09",
+                          "0x",
+                          "0xg",
+                          "12abc",
+                          "18446744073709551615",
+                          "007",
+                          "\t\n 99z",
+                          "ffff",
+                          "zz",
+                          "1010",
+                          "0x8000000000000000"};
   for (int base : {0, 2, 8, 10, 16, 36}) {
     for (const char* in : inputs) {
       errno = 0;

@@ -76,8 +76,7 @@ TEST(Pac, PurgeDirtyToRetainedDropsResidency) {
   EXPECT_EQ(again->base(), base);
   EXPECT_TRUE(again->zeroed);
   EXPECT_EQ(static_cast<unsigned char*>(base)[12345], 0);
-  EXPECT_EQ(pac->counter(PacCounter::retained_allocs),
-            from_retained + 1);
+  EXPECT_EQ(pac->counter(PacCounter::retained_allocs), from_retained + 1);
 }
 
 TEST(Pac, PurgeDirtyToMuzzyThenRetained) {
@@ -303,11 +302,12 @@ PatternResult run_pattern(bool bounded, bool with_slabs, int rounds, bool ours =
 
 void print_pattern(const char* name, const PatternResult& b, const PatternResult& u) {
   auto row = [](const char* policy, const PatternResult& r) {
-    std::printf("  %-9s pages from retained/fresh per round: %zu, %zu, %zu, %zu ... last %zu;"
-                " total after round 2: %zu; mapped KiB after rounds 0/1/3/last: %zu/%zu/%zu/%zu\n",
-                policy, r.faulting_pages[0], r.faulting_pages[1], r.faulting_pages[2],
-                r.faulting_pages[3], r.faulting_pages.back(), r.later_faulting(3),
-                r.mapped[0] >> 10, r.mapped[1] >> 10, r.mapped[3] >> 10, r.mapped.back() >> 10);
+    std::printf(
+        "  %-9s pages from retained/fresh per round: %zu, %zu, %zu, %zu ... last %zu;"
+        " total after round 2: %zu; mapped KiB after rounds 0/1/3/last: %zu/%zu/%zu/%zu\n",
+        policy, r.faulting_pages[0], r.faulting_pages[1], r.faulting_pages[2], r.faulting_pages[3],
+        r.faulting_pages.back(), r.later_faulting(3), r.mapped[0] >> 10, r.mapped[1] >> 10,
+        r.mapped[3] >> 10, r.mapped.back() >> 10);
   };
   std::printf("%s (%zu rounds of 256 blocks, page-allocator level):\n", name,
               b.faulting_pages.size());
@@ -378,28 +378,29 @@ TEST(Pac, BurstsAreReusedAtEverySize) {
     bool reuse_before_grow, best_fit;
   };
   for (Placement pl : {Placement{false, false}, Placement{false, true}, Placement{true, true}})
-  for (int64_t ms : {int64_t{10000}, int64_t{-1}}) {
-    for (size_t usize = 16 * kKiB; usize <= 6 * 1024 * kKiB; usize = sz::s2u(usize + 1)) {
-      size_t size = usize + sz::kLargePad;
-      size_t n = std::max<size_t>(32, (64 * 1024 * kKiB) / size);  // >= 64 MiB per burst
-      PacOptions o = opts(ms, 0);
-      o.reuse_before_grow = pl.reuse_before_grow;
-      o.best_fit = pl.best_fit;
-      Pac* pac = make_pac(o);
-      BurstResult r = burst_twice(pac, size, n);
-      EXPECT_EQ(r.faulting_pages, 0u) << "extent " << size << " decay " << ms << " reuse_before_grow "
-                                      << pl.reuse_before_grow << " best_fit " << pl.best_fit;
-      EXPECT_EQ(r.purged, 0u) << "extent " << size << " decay " << ms;
-      pac->destroy_retained();
-      pac->decay_all(ExtentState::kDirty, true);
-      pac->destroy_retained();
+    for (int64_t ms : {int64_t{10000}, int64_t{-1}}) {
+      for (size_t usize = 16 * kKiB; usize <= 6 * 1024 * kKiB; usize = sz::s2u(usize + 1)) {
+        size_t size = usize + sz::kLargePad;
+        size_t n = std::max<size_t>(32, (64 * 1024 * kKiB) / size);  // >= 64 MiB per burst
+        PacOptions o = opts(ms, 0);
+        o.reuse_before_grow = pl.reuse_before_grow;
+        o.best_fit = pl.best_fit;
+        Pac* pac = make_pac(o);
+        BurstResult r = burst_twice(pac, size, n);
+        EXPECT_EQ(r.faulting_pages, 0u)
+            << "extent " << size << " decay " << ms << " reuse_before_grow " << pl.reuse_before_grow
+            << " best_fit " << pl.best_fit;
+        EXPECT_EQ(r.purged, 0u) << "extent " << size << " decay " << ms;
+        pac->destroy_retained();
+        pac->decay_all(ExtentState::kDirty, true);
+        pac->destroy_retained();
+      }
     }
-  }
 }
 
 TEST(Pac, UnboundedBurstsAreNotReused) {
-  // The same burst under 5.3.0's unbounded merging and placement (decay off): at 116 KiB the merged extents
-  // are out of the requests' reach.
+  // The same burst under 5.3.0's unbounded merging and placement (decay off): at 116 KiB the
+  // merged extents are out of the requests' reach.
   PacOptions o = opts(-1, 0);
   o.bounded_coalesce = false;
   o.reuse_before_grow = false;  // 5.3.0's placement: nothing splits the out-of-reach extents

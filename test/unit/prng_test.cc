@@ -39,8 +39,8 @@ TEST(Prng, LgRangeTakesTopBits) {
 
 TEST(Prng, RangeBounds) {
   uint64_t s = 12345;
-  const uint64_t ranges[] = {2, 3, 5, 7, 100, 1000, 4097, (uint64_t{1} << 32) + 1,
-                             (uint64_t{1} << 63) + 1, UINT64_MAX};
+  const uint64_t ranges[] = {
+      2, 3, 5, 7, 100, 1000, 4097, (uint64_t{1} << 32) + 1, (uint64_t{1} << 63) + 1, UINT64_MAX};
   for (uint64_t range : ranges) {
     for (int i = 0; i < 2000; i++) ASSERT_LT(je::prng_range_u64(&s, range), range);
   }

@@ -107,7 +107,8 @@ TEST_F(RtreeTest, LeavesAreCreatedIndependently) {
   const uintptr_t first_of_b = kRegion + kLeafSpan;       // first page of leaf B
   make(last_of_a)->store(1);
   EXPECT_EQ(tree->entry(first_of_b, false), nullptr) << "creating leaf A created leaf B";
-  EXPECT_EQ(tree->entry(kRegion - kPg, false), nullptr) << "creating leaf A created its predecessor";
+  EXPECT_EQ(tree->entry(kRegion - kPg, false), nullptr)
+      << "creating leaf A created its predecessor";
   make(first_of_b)->store(2);
   EXPECT_EQ(tree->read(last_of_a), 1u);
   EXPECT_EQ(tree->read(first_of_b), 2u);

@@ -17,8 +17,8 @@
 
 namespace {
 
-using je::golden::Rows;
 using je::golden::read_tsv;
+using je::golden::Rows;
 
 using je::sc::kSizeClasses;
 

@@ -100,7 +100,9 @@ std::string shape(const std::string& s) {
   return r;
 }
 
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+bool has(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
 
 // ---- A small JSON parser: validates and lists leaf key paths -----------------------------------
 
@@ -330,26 +332,32 @@ TEST_F(StatsPrint, TextHasTheSectionsInOrder) {
 TEST_F(StatsPrint, TextColumnLayoutIs53) {
   std::string t = report("");
   // Header lines exactly as 5.3.0 prints them.
-  EXPECT_TRUE(has(t,
+  EXPECT_TRUE(has(
+      t,
       "\n                           n_lock_ops (#/sec)       n_waiting (#/sec)      n_spin_acq "
       "(#/sec)  n_owner_switch (#/sec)   total_wait_ns   (#/sec)     max_wait_ns  max_n_thds\n"));
-  EXPECT_TRUE(has(t,
+  EXPECT_TRUE(has(
+      t,
       "\n                            allocated         nmalloc   (#/sec)         ndalloc   "
       "(#/sec)       nrequests   (#/sec)           nfill   (#/sec)          nflush   (#/sec)\n"));
   EXPECT_TRUE(has(t, "\n                                     \nactive: "));
-  EXPECT_TRUE(has(t,
+  EXPECT_TRUE(has(
+      t,
       "\nbins:           size ind    allocated      nmalloc (#/sec)      ndalloc (#/sec)    "
       "nrequests   (#/sec)  nshards      curregs     curslabs  nonfull_slabs regs pgs   util    "
       "   nfills (#/sec)     nflushes (#/sec)       nslabs     nreslabs (#/sec)      n_lock_ops"));
-  EXPECT_TRUE(has(t,
-      "\nlarge:          size ind    allocated      nmalloc (#/sec)      ndalloc (#/sec)    "
-      "nrequests (#/sec)  curlextents\n"));
-  EXPECT_TRUE(has(t,
-      "\nextents:        size ind       ndirty        dirty       nmuzzy        muzzy    "
-      "nretained     retained       ntotal        total\n"));
-  EXPECT_TRUE(has(t,
-      "\n                size ind npageslabs_huge    nactive_huge     ndirty_huge  "
-      "npageslabs_nonhuge     nactive_nonhuge      ndirty_nonhuge   nretained_nonhuge\n"));
+  EXPECT_TRUE(
+      has(t,
+          "\nlarge:          size ind    allocated      nmalloc (#/sec)      ndalloc (#/sec)    "
+          "nrequests (#/sec)  curlextents\n"));
+  EXPECT_TRUE(
+      has(t,
+          "\nextents:        size ind       ndirty        dirty       nmuzzy        muzzy    "
+          "nretained     retained       ntotal        total\n"));
+  EXPECT_TRUE(
+      has(t,
+          "\n                size ind npageslabs_huge    nactive_huge     ndirty_huge  "
+          "npageslabs_nonhuge     nactive_nonhuge      ndirty_nonhuge   nretained_nonhuge\n"));
   EXPECT_TRUE(has(t, "\n                     ---\n"));
   // Bin 3 (48 bytes) of our arena: 40 regions in one 3-page slab of 256.
   EXPECT_TRUE(has(t, "\n                  48   3         1920           40"));
@@ -365,10 +373,18 @@ TEST_F(StatsPrint, EachLetterOmitsItsSection) {
     const char* gone;
   };
   const Case cases[] = {
-      {"g", "Version: "},          {"g", "Run-time option settings"}, {"g", "\nArenas: "},
-      {"m", "Merged arenas stats"}, {"d", "Destroyed arenas stats"},  {"a", "arenas[0]:"},
-      {"b", "bins:"},               {"l", "large:          size"},    {"x", "n_lock_ops"},
-      {"e", "extents:"},            {"h", "HPA shard stats"},         {"h", "Bytes in small"},
+      {"g", "Version: "},
+      {"g", "Run-time option settings"},
+      {"g", "\nArenas: "},
+      {"m", "Merged arenas stats"},
+      {"d", "Destroyed arenas stats"},
+      {"a", "arenas[0]:"},
+      {"b", "bins:"},
+      {"l", "large:          size"},
+      {"x", "n_lock_ops"},
+      {"e", "extents:"},
+      {"h", "HPA shard stats"},
+      {"h", "Bytes in small"},
   };
   std::string all = report("");
   for (const Case& c : cases) {
@@ -419,23 +435,20 @@ TEST_F(StatsPrint, JsonParsesWith53KeyPaths) {
       "jemalloc.version", "jemalloc.config.cache_oblivious", "jemalloc.config.malloc_conf",
       "jemalloc.config.prof", "jemalloc.config.xmalloc", "jemalloc.opt.abort",
       "jemalloc.opt.hpa_dirty_mult", "jemalloc.opt.dirty_decay_ms",
-      "jemalloc.opt.stats_interval_opts", "jemalloc.opt.zero_realloc",
-      "jemalloc.arenas.narenas", "jemalloc.arenas.dirty_decay_ms", "jemalloc.arenas.quantum",
-      "jemalloc.arenas.page", "jemalloc.arenas.tcache_max", "jemalloc.arenas.nbins",
-      "jemalloc.arenas.nhbins", "jemalloc.arenas.bin[].size", "jemalloc.arenas.bin[].nregs",
+      "jemalloc.opt.stats_interval_opts", "jemalloc.opt.zero_realloc", "jemalloc.arenas.narenas",
+      "jemalloc.arenas.dirty_decay_ms", "jemalloc.arenas.quantum", "jemalloc.arenas.page",
+      "jemalloc.arenas.tcache_max", "jemalloc.arenas.nbins", "jemalloc.arenas.nhbins",
+      "jemalloc.arenas.bin[].size", "jemalloc.arenas.bin[].nregs",
       "jemalloc.arenas.bin[].slab_size", "jemalloc.arenas.bin[].nshards",
-      "jemalloc.arenas.nlextents", "jemalloc.arenas.lextent[].size",
-      "jemalloc.stats.allocated", "jemalloc.stats.zero_reallocs",
-      "jemalloc.stats.background_thread.run_interval",
-      "jemalloc.stats.mutexes.background_thread.num_ops",
-      "jemalloc.stats.mutexes.ctl.max_num_thds", "jemalloc.stats.mutexes.prof_stats.num_wait",
-      "jemalloc.stats.arenas.merged.nthreads", "jemalloc.stats.arenas.merged.uptime_ns",
-      "jemalloc.stats.arenas.merged.dss", "jemalloc.stats.arenas.merged.small.nflushes",
-      "jemalloc.stats.arenas.merged.large.allocated",
+      "jemalloc.arenas.nlextents", "jemalloc.arenas.lextent[].size", "jemalloc.stats.allocated",
+      "jemalloc.stats.zero_reallocs", "jemalloc.stats.background_thread.run_interval",
+      "jemalloc.stats.mutexes.background_thread.num_ops", "jemalloc.stats.mutexes.ctl.max_num_thds",
+      "jemalloc.stats.mutexes.prof_stats.num_wait", "jemalloc.stats.arenas.merged.nthreads",
+      "jemalloc.stats.arenas.merged.uptime_ns", "jemalloc.stats.arenas.merged.dss",
+      "jemalloc.stats.arenas.merged.small.nflushes", "jemalloc.stats.arenas.merged.large.allocated",
       "jemalloc.stats.arenas.destroyed.muzzy_purged",
-      "jemalloc.stats.arenas.destroyed.bins[].nonfull_slabs",
-      "jemalloc.stats.arenas.0.pactive", "jemalloc.stats.arenas.0.internal",
-      "jemalloc.stats.arenas.0.extent_avail",
+      "jemalloc.stats.arenas.destroyed.bins[].nonfull_slabs", "jemalloc.stats.arenas.0.pactive",
+      "jemalloc.stats.arenas.0.internal", "jemalloc.stats.arenas.0.extent_avail",
       "jemalloc.stats.arenas.0.mutexes.extents_dirty.num_owner_switch",
       "jemalloc.stats.arenas.0.mutexes.hpa_sec.total_wait_time",
       "jemalloc.stats.arenas.0.bins[].nmalloc", "jemalloc.stats.arenas.0.bins[].mutex.num_ops",
@@ -446,14 +459,13 @@ TEST_F(StatsPrint, JsonParsesWith53KeyPaths) {
       "jemalloc.stats.arenas.0.hpa_shard.empty_slabs.ndirty_nonhuge",
       "jemalloc.stats.arenas.0.hpa_shard.nonfull_slabs[].ndirty_huge",
       // Ours, after 5.3.0's keys.
-      "jemalloc.opt.bounded_coalesce", "jemalloc.opt.idle_arena_decay", "jemalloc.opt.reuse_before_grow",
-      "jemalloc.opt.purge_on_grow", "jemalloc.opt.extent_best_fit", "jemalloc.opt.borrow_dirty",
-      "jemalloc.opt.decay_hold_peak",
-      ours + "dirty_merges", ours + "dirty_merges_refused",
-      ours + "evict_merges", ours + "dirty_allocs", ours + "muzzy_allocs",
-      ours + "retained_allocs", ours + "fresh_allocs", ours + "dirty_alloc_pages",
-      ours + "muzzy_alloc_pages", ours + "retained_alloc_pages", ours + "fresh_alloc_pages",
-      "jemalloc.stats.arenas.merged.fresh_alloc_pages",
+      "jemalloc.opt.bounded_coalesce", "jemalloc.opt.idle_arena_decay",
+      "jemalloc.opt.reuse_before_grow", "jemalloc.opt.purge_on_grow",
+      "jemalloc.opt.extent_best_fit", "jemalloc.opt.borrow_dirty", "jemalloc.opt.decay_hold_peak",
+      ours + "dirty_merges", ours + "dirty_merges_refused", ours + "evict_merges",
+      ours + "dirty_allocs", ours + "muzzy_allocs", ours + "retained_allocs", ours + "fresh_allocs",
+      ours + "dirty_alloc_pages", ours + "muzzy_alloc_pages", ours + "retained_alloc_pages",
+      ours + "fresh_alloc_pages", "jemalloc.stats.arenas.merged.fresh_alloc_pages",
       "jemalloc.stats.arenas.destroyed.evict_merges"};
   for (const std::string& k : expected) EXPECT_EQ(p.leaves.count(k), 1u) << k;
   // Absent features are absent, as in a 5.3.0 build without them.
@@ -476,10 +488,11 @@ TEST_F(StatsPrint, JsonParsesWith53KeyPaths) {
   ASSERT_TRUE(has(j, arena0));
   std::string a0 = j.substr(j.find(arena0));
   size_t prev = 0;
-  for (const char* k : {"\"uptime_ns\"", "\"dss\"", "\"dirty_decay_ms\"", "\"muzzy_purged\"",
-                        "\"small\"", "\"large\"", "\"mapped\"", "\"extent_avail\"", "\"mutexes\"",
-                        "\"bins\"", "\"lextents\"", "\"extents\"", "\"sec_bytes\"",
-                        "\"hpa_shard\":{\"npurge_passes\"", "\"dirty_merges\"", "\"fresh_alloc_pages\""}) {
+  for (const char* k :
+       {"\"uptime_ns\"", "\"dss\"", "\"dirty_decay_ms\"", "\"muzzy_purged\"", "\"small\"",
+        "\"large\"", "\"mapped\"", "\"extent_avail\"", "\"mutexes\"", "\"bins\"", "\"lextents\"",
+        "\"extents\"", "\"sec_bytes\"", "\"hpa_shard\":{\"npurge_passes\"", "\"dirty_merges\"",
+        "\"fresh_alloc_pages\""}) {
     size_t f = a0.find(k);
     ASSERT_NE(f, std::string::npos) << k;
     EXPECT_GT(f, prev) << k;
@@ -507,7 +520,8 @@ TEST_F(StatsPrint, JsonLettersOmitKeys) {
   EXPECT_EQ(none.leaves.count("jemalloc.stats.mutexes.ctl.num_ops"), 0u);
   EXPECT_EQ(none.leaves.count("jemalloc.stats.allocated"), 1u);
   EXPECT_EQ(none.leaves.count("jemalloc.stats.background_thread.num_threads"), 1u);
-  for (const auto& [k, v] : none.leaves) EXPECT_EQ(k.rfind("jemalloc.stats.arenas", 0), std::string::npos) << k;
+  for (const auto& [k, v] : none.leaves)
+    EXPECT_EQ(k.rfind("jemalloc.stats.arenas", 0), std::string::npos) << k;
   Json nb(report("Jblxeh"));
   ASSERT_TRUE(nb.parse());
   EXPECT_EQ(nb.leaves.count("jemalloc.stats.arenas.0.pactive"), 1u);

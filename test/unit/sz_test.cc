@@ -153,8 +153,7 @@ TEST(Sz, PageSizeClassesAroundBoundaries) {
       if (probe == 0) continue;
       const size_t want = ceil_index(g, probe);
       EXPECT_EQ(sz::psz2ind(probe), want) << probe;
-      EXPECT_EQ(sz::psz2u(probe), want < g.size() ? g[want] : sc::kLargeMaxClass + kPage)
-          << probe;
+      EXPECT_EQ(sz::psz2u(probe), want < g.size() ? g[want] : sc::kLargeMaxClass + kPage) << probe;
     }
   }
   for (size_t psz = 1; psz <= 64 * kPage; psz += 511) {
@@ -203,11 +202,11 @@ TEST(Sz, Sa2uEdges) {
 // Property sweep: the result is a class >= size, aligned when small, and the smallest such.
 TEST(Sz, Sa2uProperties) {
   const auto& g = golden().classes;
-  const size_t sizes[] = {1,    7,    8,    9,     15,    16,    17,    33,    63,   64,
-                          65,   100,  127,  128,   129,   250,   500,   1000,  1024, 1025,
-                          2000, 2049, 3000, 3585,  4095,  4096,  4097,  5000,  6145, 7000,
-                          8191, 8192, 8193, 10000, 12288, 12289, 14000, 14336, 14337,
-                          16383, 16384, 16385, 30000, 100000, 1000000, 123456789};
+  const size_t sizes[] = {
+      1,     7,     8,     9,     15,    16,    17,    33,     63,      64,       65,    100,
+      127,   128,   129,   250,   500,   1000,  1024,  1025,   2000,    2049,     3000,  3585,
+      4095,  4096,  4097,  5000,  6145,  7000,  8191,  8192,   8193,    10000,    12288, 12289,
+      14000, 14336, 14337, 16383, 16384, 16385, 30000, 100000, 1000000, 123456789};
   for (size_t size : sizes) {
     for (unsigned lg = 0; lg <= 24; ++lg) {
       const size_t align = size_t{1} << lg;

@@ -29,7 +29,7 @@
 namespace je {
 namespace {
 
-constexpr szind_t kBin = 2;                // 32-byte regions
+constexpr szind_t kBin = 2;  // 32-byte regions
 constexpr size_t kBinSize = 32;
 constexpr szind_t kLargeBin = sc::kNBins;  // the smallest large class (16 KiB)
 
@@ -129,7 +129,7 @@ TEST_F(TcacheTest, SlotMemoryIsInternalToArena0) {
 TEST_F(TcacheTest, MissFillsHalfTheBinFromTheArena) {
   CacheBin& b = bin(kBin);
   const unsigned nfill = b.ncached_max() >> 1;  // lg_fill_div starts at 1
-  b.nrequests = 9;                             // hits since the last merge
+  b.nrequests = 9;                              // hits since the last merge
   BinStats before = bin_stats(arena_, kBin);
   void* p = tcache_alloc_small_hard(tc_.get(), arena_, kBin);
   ASSERT_NE(p, nullptr);

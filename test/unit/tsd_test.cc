@@ -109,7 +109,8 @@ TEST_F(TsdTest, ThreadExitFlushesTheCacheAndUnbinds) {
     EXPECT_EQ(nthreads(m), 1u);
   });
   EXPECT_EQ(tcache_bytes(m), 0u);
-  for (unsigned s = 0; s < g_bin_geo[kBin].nshards; s++) EXPECT_EQ(bin_stats(m, kBin, s).curregs, 0u);
+  for (unsigned s = 0; s < g_bin_geo[kBin].nshards; s++)
+    EXPECT_EQ(bin_stats(m, kBin, s).curregs, 0u);
   EXPECT_EQ(nthreads(m), 0u);
   // Its last thread gone, the arena was purged entirely, and nothing holds it any more.
   ArenaPages pg = arena_pages(m->ind());
@@ -136,7 +137,7 @@ void late_destructor(void* arg) {
     return;
   }
   LateCall& c = *static_cast<LateCall*>(arg);
-  Tsd& tsd = tsd_fetch();  // must not set the thread up again
+  Tsd& tsd = tsd_fetch();             // must not set the thread up again
   tsd_set_tcache_enabled(tsd, true);  // ignored in purgatory
   c.state = tsd.state;
   c.tcache = tsd_tcache(tsd);
