@@ -11,6 +11,7 @@
 
 #include "api/alloc_path.h"
 #include "ctl/opt.h"
+#include "support/compiler.h"
 #include "support/malloc_io.h"
 
 // The C++ runtime is not a dependency of the library: a C program that loads it (redis-server,
@@ -83,51 +84,48 @@ void* new_aligned(size_t size, std::align_val_t al) {
 
 }  // namespace
 
-#define JE_CXX_EXPORT __attribute__((visibility("default")))
-
-JE_CXX_EXPORT void* operator new(size_t size) { return alloc_fast<new_slow<false>>(size); }
-JE_CXX_EXPORT void* operator new[](size_t size) { return alloc_fast<new_slow<false>>(size); }
-JE_CXX_EXPORT void* operator new(size_t size, const std::nothrow_t&) noexcept {
+JE_EXPORT void* operator new(size_t size) { return alloc_fast<new_slow<false>>(size); }
+JE_EXPORT void* operator new[](size_t size) { return alloc_fast<new_slow<false>>(size); }
+JE_EXPORT void* operator new(size_t size, const std::nothrow_t&) noexcept {
   return alloc_fast<new_slow<true>>(size);
 }
-JE_CXX_EXPORT void* operator new[](size_t size, const std::nothrow_t&) noexcept {
+JE_EXPORT void* operator new[](size_t size, const std::nothrow_t&) noexcept {
   return alloc_fast<new_slow<true>>(size);
 }
-JE_CXX_EXPORT void* operator new(size_t size, std::align_val_t al) {
+JE_EXPORT void* operator new(size_t size, std::align_val_t al) {
   return new_aligned<false>(size, al);
 }
-JE_CXX_EXPORT void* operator new[](size_t size, std::align_val_t al) {
+JE_EXPORT void* operator new[](size_t size, std::align_val_t al) {
   return new_aligned<false>(size, al);
 }
-JE_CXX_EXPORT void* operator new(size_t size, std::align_val_t al, const std::nothrow_t&) noexcept {
+JE_EXPORT void* operator new(size_t size, std::align_val_t al, const std::nothrow_t&) noexcept {
   return new_aligned<true>(size, al);
 }
-JE_CXX_EXPORT void* operator new[](size_t size, std::align_val_t al,
-                                   const std::nothrow_t&) noexcept {
+JE_EXPORT void* operator new[](size_t size, std::align_val_t al, const std::nothrow_t&) noexcept {
   return new_aligned<true>(size, al);
 }
 
-JE_CXX_EXPORT void operator delete(void* p) noexcept { free_fast(p); }
-JE_CXX_EXPORT void operator delete[](void* p) noexcept { free_fast(p); }
-JE_CXX_EXPORT void operator delete(void* p, const std::nothrow_t&) noexcept { free_fast(p); }
-JE_CXX_EXPORT void operator delete[](void* p, const std::nothrow_t&) noexcept { free_fast(p); }
-JE_CXX_EXPORT void operator delete(void* p, size_t size) noexcept { sized_free_fast(p, size); }
-JE_CXX_EXPORT void operator delete[](void* p, size_t size) noexcept { sized_free_fast(p, size); }
-JE_CXX_EXPORT void operator delete(void* p, std::align_val_t) noexcept {
+JE_EXPORT void operator delete(void* p) noexcept { free_fast(p); }
+JE_EXPORT void operator delete[](void* p) noexcept { free_fast(p); }
+JE_EXPORT void operator delete(void* p, const std::nothrow_t&) noexcept { free_fast(p); }
+JE_EXPORT void operator delete[](void* p, const std::nothrow_t&) noexcept { free_fast(p); }
+JE_EXPORT void operator delete(void* p, size_t size) noexcept { sized_free_fast(p, size); }
+JE_EXPORT void operator delete[](void* p, size_t size) noexcept { sized_free_fast(p, size); }
+JE_EXPORT void operator delete(void* p, std::align_val_t) noexcept {
   if (p != nullptr) deallocate(p, kTcacheAuto);
 }
-JE_CXX_EXPORT void operator delete[](void* p, std::align_val_t) noexcept {
+JE_EXPORT void operator delete[](void* p, std::align_val_t) noexcept {
   if (p != nullptr) deallocate(p, kTcacheAuto);
 }
-JE_CXX_EXPORT void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+JE_EXPORT void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
   if (p != nullptr) deallocate(p, kTcacheAuto);
 }
-JE_CXX_EXPORT void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+JE_EXPORT void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
   if (p != nullptr) deallocate(p, kTcacheAuto);
 }
-JE_CXX_EXPORT void operator delete(void* p, size_t, std::align_val_t) noexcept {
+JE_EXPORT void operator delete(void* p, size_t, std::align_val_t) noexcept {
   deallocate_sized(p, kTcacheAuto);
 }
-JE_CXX_EXPORT void operator delete[](void* p, size_t, std::align_val_t) noexcept {
+JE_EXPORT void operator delete[](void* p, size_t, std::align_val_t) noexcept {
   deallocate_sized(p, kTcacheAuto);
 }
