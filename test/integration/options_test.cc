@@ -189,49 +189,17 @@ void mode_fit(const char* arg) {
   dallocx(small, MALLOCX_TCACHE_NONE);
 }
 
-// bounded_coalesce: a burst of same-sized large frees, then the same requests again.  Where
-// the freed blocks merged into an extent too large to be reused for them, the second round
-// faults in fresh pages.
-void mode_coalesce(const char*) {
-  mode_noop(nullptr);
-  constexpr int kBlocks = 256;
-  constexpr size_t kSize = 16 << 10;
-  static void* blocks[kBlocks];
-  unsigned arena = thread_arena();
-  for (auto& b : blocks) {
-    b = mallocx(kSize, MALLOCX_TCACHE_NONE);
-    touch(b, kSize);
-  }
-  for (auto b : blocks) dallocx(b, MALLOCX_TCACHE_NONE);
-  rusage r0, r1;
-  getrusage(RUSAGE_SELF, &r0);
-  for (auto& b : blocks) {
-    b = mallocx(kSize, MALLOCX_TCACHE_NONE);
-    touch(b, kSize);
-  }
-  getrusage(RUSAGE_SELF, &r1);
-  for (auto b : blocks) dallocx(b, MALLOCX_TCACHE_NONE);
-  jt::refresh_stats();
-  emit("faults", r1.ru_minflt - r0.ru_minflt);
-  emit("pages_per_round", (long long)(kBlocks * kSize / 4096));
-  emit("dirty_merges_refused", (long long)arena_stat64(arena, "dirty_merges_refused"));
-  emit("dirty_merges", (long long)arena_stat64(arena, "dirty_merges"));
-}
-
-// arena.<i>.bounded_coalesce / arenas.bounded_coalesce (ours): the coalescing bound switched at
-// run time inside one process.  Each phase is mode_coalesce's experiment on a manual arena: a
-// burst of 16 KiB frees, then the same requests again, counting the second round's faults.
-// Phases: bound on, switched off (unbounded merges: the second round faults), switched back on.
-// Then arenas.bounded_coalesce decides what a new arena starts with.
-struct SwitchRound {
+// One burst of 256 16 KiB blocks allocated (with `flags`, in `arena`), touched and freed, then
+// the same requests again: the second round's faults, and the arena's eager merges done and
+// refused meanwhile.
+struct BurstRound {
   long long faults, merges, refused;
 };
 
-SwitchRound coalesce_round(unsigned arena) {
+BurstRound coalesce_round(unsigned arena, int flags) {
   constexpr int kBlocks = 256;
   constexpr size_t kSize = 16 << 10;
   static void* blocks[kBlocks];
-  int flags = MALLOCX_ARENA(arena) | MALLOCX_TCACHE_NONE;
   jt::refresh_stats();
   uint64_t merges0 = arena_stat64(arena, "dirty_merges");
   uint64_t refused0 = arena_stat64(arena, "dirty_merges_refused");
@@ -252,7 +220,24 @@ SwitchRound coalesce_round(unsigned arena) {
   return {r1.ru_minflt - r0.ru_minflt, (long long)(arena_stat64(arena, "dirty_merges") - merges0),
           (long long)(arena_stat64(arena, "dirty_merges_refused") - refused0)};
 }
+constexpr long long kPagesPerRound = 256 * (16 << 10) / 4096;
 
+// bounded_coalesce: a burst of same-sized large frees, then the same requests again.  Where
+// the freed blocks merged into an extent too large to be reused for them, the second round
+// faults in fresh pages.
+void mode_coalesce(const char*) {
+  mode_noop(nullptr);
+  BurstRound r = coalesce_round(thread_arena(), MALLOCX_TCACHE_NONE);
+  emit("faults", r.faults);
+  emit("pages_per_round", kPagesPerRound);
+  emit("dirty_merges_refused", r.refused);
+  emit("dirty_merges", r.merges);
+}
+
+// arena.<i>.bounded_coalesce / arenas.bounded_coalesce (ours): the coalescing bound switched at
+// run time inside one process.  Each phase is coalesce_round on a manual arena.  Phases: bound
+// on, switched off (unbounded merges: the second round faults), switched back on.  Then
+// arenas.bounded_coalesce decides what a new arena starts with.
 /// Writes `on` to a bool mallctl; emits the old value under `key` (-1 when the call failed).
 void switch_bound(const char* name, bool on, const char* key) {
   bool old = false;
@@ -268,7 +253,7 @@ void mode_coalesce_switch(const char*) {
   if (mallctl("arenas.create", &a, &len, nullptr, 0) != 0) return;
   char name[64];
   std::snprintf(name, sizeof(name), "arena.%u.bounded_coalesce", a);
-  emit("pages_per_round", (long long)(256 * (16 << 10) / 4096));
+  emit("pages_per_round", kPagesPerRound);
   const char* phases[] = {"on", "off", "back"};
   for (int p = 0; p < 3; p++) {
     if (p > 0) {
@@ -276,7 +261,7 @@ void mode_coalesce_switch(const char*) {
       std::snprintf(key, sizeof(key), "old_before_%s", phases[p]);
       switch_bound(name, p == 2, key);
     }
-    SwitchRound r = coalesce_round(a);
+    BurstRound r = coalesce_round(a, MALLOCX_ARENA(a) | MALLOCX_TCACHE_NONE);
     char key[32];
     std::snprintf(key, sizeof(key), "faults_%s", phases[p]);
     emit(key, r.faults);
@@ -298,7 +283,7 @@ void mode_coalesce_switch(const char*) {
   bool now = true;
   len = sizeof(now);
   emit("new_arena_bound", mallctl(name, &now, &len, nullptr, 0) == 0 ? now : -1);
-  emit("new_arena_refused", coalesce_round(b).refused);
+  emit("new_arena_refused", coalesce_round(b, MALLOCX_ARENA(b) | MALLOCX_TCACHE_NONE).refused);
   len = sizeof(now);
   emit("old_arena_bound",
        mallctl("arena.0.bounded_coalesce", &now, &len, nullptr, 0) == 0 ? now : -1);
