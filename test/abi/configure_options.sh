@@ -1,0 +1,32 @@
+#!/bin/sh
+# configure_options.sh: configure refuses options it does not know -- jemalloc's own that this
+# build does not implement (a symbol prefix, another page size, ...) as well as typos -- instead
+# of building something other than what was asked; --disable-option-checking (what debhelper
+# passes) still lets such options through. Only argument parsing runs (it stops configure
+# before any check), so this takes a fraction of a second per case.
+. "$(dirname "$0")/common.sh"
+abi_tmpdir
+fail=0
+cd "$abi_tmp" || exit 99
+for opt in --with-jemalloc-prefix=je_ --with-lg-page=16 --disable-cxx --enable-prof \
+    --with-install-suffix=_x --disable-initial-exec-tls --enable-no-such-thing; do
+  if "$top_srcdir/configure" "$opt" >out.txt 2>&1; then
+    echo "FAIL: configure $opt succeeded"
+    fail=1
+  elif ! grep -q "unrecognized options: ${opt%%=*}" out.txt; then
+    echo "FAIL: configure $opt failed without naming the option:"
+    sed 's/^/    /' out.txt
+    fail=1
+  else
+    echo "refused: $opt"
+  fi
+done
+# The options configure does implement are accepted (stopped right after parsing by --help).
+for opt in --enable-debug --disable-stats --with-malloc-conf=narenas:1; do
+  if ! "$top_srcdir/configure" "$opt" --help=short >out.txt 2>&1; then
+    echo "FAIL: configure $opt --help=short failed:"
+    sed 's/^/    /' out.txt
+    fail=1
+  fi
+done
+exit $fail
