@@ -5,6 +5,8 @@
 // Layer: support (bottom); included everywhere. No state, no locking.
 #pragma once
 
+#include "support/autoconf.h"
+
 #define JE_ALWAYS_INLINE inline __attribute__((always_inline))
 #define JE_NOINLINE __attribute__((noinline))
 #define JE_COLD __attribute__((cold))
@@ -13,7 +15,12 @@
 #define JE_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define JE_EXPORT __attribute__((visibility("default")))
 #define JE_HIDDEN __attribute__((visibility("hidden")))
+// Initial-exec TLS unless configured with --disable-initial-exec-tls (dlopen-able builds).
+#if defined(JE_INITIAL_EXEC_TLS)
 #define JE_TLS_IE __attribute__((tls_model("initial-exec")))
+#else
+#define JE_TLS_IE
+#endif
 #define JE_CACHELINE_ALIGNED alignas(64)
 
 namespace je {

@@ -9,7 +9,7 @@ abi_tmpdir
 fail=0
 cd "$abi_tmp" || exit 99
 for opt in --with-jemalloc-prefix=je_ --with-lg-page=16 --disable-cxx --enable-prof \
-    --with-install-suffix=_x --disable-initial-exec-tls --enable-no-such-thing; do
+    --with-install-suffix=_x --enable-no-such-thing; do
   if "$top_srcdir/configure" "$opt" >out.txt 2>&1; then
     echo "FAIL: configure $opt succeeded"
     fail=1
@@ -22,7 +22,8 @@ for opt in --with-jemalloc-prefix=je_ --with-lg-page=16 --disable-cxx --enable-p
   fi
 done
 # The options configure does implement are accepted (stopped right after parsing by --help).
-for opt in --enable-debug --disable-stats --with-malloc-conf=narenas:1; do
+for opt in --enable-debug --disable-stats --with-malloc-conf=narenas:1 \
+    --disable-initial-exec-tls; do
   if ! "$top_srcdir/configure" "$opt" --help=short >out.txt 2>&1; then
     echo "FAIL: configure $opt --help=short failed:"
     sed 's/^/    /' out.txt
