@@ -287,18 +287,12 @@ void print_general(Emitter& e) {
   e.kv("version", "Version", Value::str(version));
 
   e.dict_begin("config", "Build-time option settings");
-  static constexpr const char* kConfig[] = {"cache_oblivious",
-                                            "debug",
-                                            "fill",
-                                            "lazy_lock",
-                                            "malloc_conf",
-                                            "opt_safety_checks",
-                                            "prof",
-                                            "prof_libgcc",
-                                            "prof_libunwind",
-                                            "stats",
-                                            "utrace",
-                                            "xmalloc"};
+  // clang-format off
+  static constexpr const char* kConfig[] = {
+      "cache_oblivious", "debug", "fill", "lazy_lock", "malloc_conf", "opt_safety_checks", "prof",
+      "prof_libgcc", "prof_libunwind", "stats", "utrace", "xmalloc"
+  };
+  // clang-format on
   for (const char* c : kConfig) {
     char name[64];
     je_snprintf(name, sizeof(name), "config.%s", c);

@@ -482,15 +482,12 @@ void print_hpa(Emitter& e, size_t ind, uint64_t uptime) {
   }
   e.table_printf("\n");
 
-  static constexpr const char* kCols[] = {"size",
-                                          "ind",
-                                          "npageslabs_huge",
-                                          "nactive_huge",
-                                          "ndirty_huge",
-                                          "npageslabs_nonhuge",
-                                          "nactive_nonhuge",
-                                          "ndirty_nonhuge",
-                                          "nretained_nonhuge"};
+  // clang-format off
+  static constexpr const char* kCols[] = {
+      "size", "ind", "npageslabs_huge", "nactive_huge", "ndirty_huge", "npageslabs_nonhuge",
+      "nactive_nonhuge", "ndirty_nonhuge", "nretained_nonhuge"
+  };
+  // clang-format on
   static constexpr int kWidths[] = {20, 4, 16, 16, 16, 20, 20, 20, 20};
   Row row;
   for (unsigned k = 0; k < 9; k++) row.add(Justify::kRight, kWidths[k], Value::title(kCols[k]));

@@ -822,22 +822,15 @@ TEST(same_results_as_5_3_0) { jt::diff::compare_with_reference(kDocumented, kKno
 // effects on what the calls answer (zero_realloc:alloc: realloc(p, 0) hands out a block and
 // counts in stats.zero_reallocs). The stream stays deterministic under all of them: it records
 // no placement and no statistic but zero_reallocs and the thread's own counters.
-constexpr const char* kConfs[] = {"zero_realloc:alloc",
-                                  "junk:true",
-                                  "zero:true",
-                                  "tcache:false",
-                                  "tcache_max:1024",
-                                  "lg_tcache_max:16",
-                                  "narenas:1",
-                                  "oversize_threshold:0",
-                                  "oversize_threshold:1048576",
-                                  "retain:false",
-                                  "dirty_decay_ms:0,muzzy_decay_ms:0",
-                                  "slab_sizes:1-4096:1",
-                                  "bin_shards:1-14336:3",
-                                  "lg_extent_max_active_fit:2",
-                                  "percpu_arena:percpu",
-                                  "abort_conf:false,confirm_conf:false"};
+// clang-format off
+constexpr const char* kConfs[] = {
+    "zero_realloc:alloc", "junk:true", "zero:true", "tcache:false", "tcache_max:1024",
+    "lg_tcache_max:16", "narenas:1", "oversize_threshold:0", "oversize_threshold:1048576",
+    "retain:false", "dirty_decay_ms:0,muzzy_decay_ms:0", "slab_sizes:1-4096:1",
+    "bin_shards:1-14336:3", "lg_extent_max_active_fit:2", "percpu_arena:percpu",
+    "abort_conf:false,confirm_conf:false"
+};
+// clang-format on
 
 TEST(same_results_under_options) {
   jt::diff::compare_with_reference_under(kConfs, kDocumented, kKnownBugs);

@@ -195,54 +195,16 @@ void digits(Rng& r, Str& o, size_t n) {
 }
 
 void number_value(Rng& r, const Key* k, Str& o) {
-  static const char* const kSpecial[] = {"",
-                                         "0",
-                                         "1",
-                                         "-1",
-                                         "+1",
-                                         "-0",
-                                         "+0",
-                                         "0x",
-                                         "0x10",
-                                         "0X1f",
-                                         "0xg",
-                                         "010",
-                                         "08",
-                                         "0777",
-                                         "-0x10",
-                                         "18446744073709551615",
-                                         "18446744073709551616",
-                                         "99999999999999999999",
-                                         "9223372036854775807",
-                                         "9223372036854775808",
-                                         "-9223372036854775808",
-                                         "-9223372036854775809",
-                                         "4294967295",
-                                         "4294967296",
-                                         "4294967297",
-                                         " 7",
-                                         "\t7",
-                                         "7 ",
-                                         "++1",
-                                         "+-1",
-                                         "--1",
-                                         "- 1",
-                                         "1e3",
-                                         "1.5",
-                                         "default",
-                                         "-",
-                                         "+",
-                                         " ",
-                                         "16383",
-                                         "16384",
-                                         "8388609",
-                                         "2049",
-                                         "4095",
-                                         "2097153",
-                                         "18446744072000",
-                                         "18446744072001",
-                                         "0x1ffffffffffffffff",
-                                         "-18446744073709551615"};
+  // clang-format off
+  static const char* const kSpecial[] = {
+      "", "0", "1", "-1", "+1", "-0", "+0", "0x", "0x10", "0X1f", "0xg", "010", "08", "0777",
+      "-0x10", "18446744073709551615", "18446744073709551616", "99999999999999999999",
+      "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+      "4294967295", "4294967296", "4294967297", " 7", "\t7", "7 ", "++1", "+-1", "--1", "- 1",
+      "1e3", "1.5", "default", "-", "+", " ", "16383", "16384", "8388609", "2049", "4095",
+      "2097153", "18446744072000", "18446744072001", "0x1ffffffffffffffff", "-18446744073709551615"
+  };
+  // clang-format on
   uint64_t b = 0;
   bool bounded = false;
   for (const auto& x : kBounds) {
@@ -264,34 +226,13 @@ void number_value(Rng& r, const Key* k, Str& o) {
 }
 
 void fxp_value(Rng& r, Str& o) {
-  static const char* const kSpecial[] = {"",
-                                         ".",
-                                         "0.",
-                                         ".5",
-                                         "1.5",
-                                         "65535.99999",
-                                         "65535",
-                                         "65536",
-                                         "-1",
-                                         "-0",
-                                         "+1",
-                                         " 1",
-                                         "1 ",
-                                         "1x",
-                                         "1.5.",
-                                         "0.3333333333333333333333333333",
-                                         "00000000000000000000001",
-                                         "1e3",
-                                         "0x1",
-                                         "..5",
-                                         "1..5",
-                                         "-1.5",
-                                         "4294967295",
-                                         "0.00001525878907",
-                                         "0.5",
-                                         "2",
-                                         "0.25",
-                                         "1"};
+  // clang-format off
+  static const char* const kSpecial[] = {
+      "", ".", "0.", ".5", "1.5", "65535.99999", "65535", "65536", "-1", "-0", "+1", " 1", "1 ",
+      "1x", "1.5.", "0.3333333333333333333333333333", "00000000000000000000001", "1e3", "0x1",
+      "..5", "1..5", "-1.5", "4294967295", "0.00001525878907", "0.5", "2", "0.25", "1"
+  };
+  // clang-format on
   if (r.chance(40)) return o.add(r.pick(kSpecial));
   if (!r.chance(12)) o.addf("%llu", (unsigned long long)r.below(r.chance(25) ? 100000 : 10));
   if (r.chance(50)) o.addc('.'), digits(r, o, r.below(r.chance(10) ? 300 : 30));
@@ -316,36 +257,13 @@ void letters_value(Rng& r, Str& o) {
 }
 
 void range_number(Rng& r, Str& o) {
-  static const char* const kNums[] = {"0",
-                                      "1",
-                                      "8",
-                                      "16",
-                                      "17",
-                                      "1024",
-                                      "14336",
-                                      "14337",
-                                      "16384",
-                                      "100000",
-                                      "-1",
-                                      "0x10",
-                                      "010",
-                                      "18446744073709551615",
-                                      "9223372036854775808",
-                                      "4294967296",
-                                      "",
-                                      " 8",
-                                      "63",
-                                      "64",
-                                      "65",
-                                      "255",
-                                      "256",
-                                      "1792",
-                                      "1793",
-                                      "2147483648",
-                                      "99999999999999999999",
-                                      "4096",
-                                      "3",
-                                      "2"};
+  // clang-format off
+  static const char* const kNums[] = {
+      "0", "1", "8", "16", "17", "1024", "14336", "14337", "16384", "100000", "-1", "0x10", "010",
+      "18446744073709551615", "9223372036854775808", "4294967296", "", " 8", "63", "64", "65",
+      "255", "256", "1792", "1793", "2147483648", "99999999999999999999", "4096", "3", "2"
+  };
+  // clang-format on
   if (r.chance(20)) return o.addf("%llu", (unsigned long long)(r.next() >> r.below(64)));
   o.add(r.pick(kNums));
 }
@@ -482,29 +400,13 @@ void syntax_case(Rng& r, Str& o) {
 
 // Prefixes of choice values, and the keys 5.3.0 matches by prefix.
 void prefix_case(Rng& r, Str& o) {
-  static const char* const kKeys[] = {"",
-                                      "d",
-                                      "ds",
-                                      "dss",
-                                      "dssx",
-                                      "m",
-                                      "meta",
-                                      "metadata_thp",
-                                      "metadata_thpx",
-                                      "p",
-                                      "per",
-                                      "percpu",
-                                      "percpu_arena",
-                                      "percpu_arenas",
-                                      "t",
-                                      "th",
-                                      "thp",
-                                      "j",
-                                      "junk",
-                                      "zero_r",
-                                      "zero_realloc",
-                                      "prof_time_res",
-                                      "prof_time_resolution"};
+  // clang-format off
+  static const char* const kKeys[] = {
+      "", "d", "ds", "dss", "dssx", "m", "meta", "metadata_thp", "metadata_thpx", "p", "per",
+      "percpu", "percpu_arena", "percpu_arenas", "t", "th", "thp", "j", "junk", "zero_r",
+      "zero_realloc", "prof_time_res", "prof_time_resolution"
+  };
+  // clang-format on
   for (size_t i = 0, n = 1 + r.below(3); i < n; i++) {
     const char* key = r.pick(kKeys);
     const Key* k = nullptr;
@@ -530,76 +432,26 @@ void kind_pair(Rng& r, Str& o, Kind want) {
 }
 
 // String number i. The first ones are hand-picked.
-constexpr const char* kFixed[] = {"",
-                                  ":",
-                                  ",",
-                                  ",,",
-                                  "narenas",
-                                  "narenas:",
-                                  ":3",
-                                  "narenas:3,",
-                                  ",narenas:3",
-                                  "narenas:3,,tcache:false",
-                                  "narenas=3",
-                                  "narenas :3",
-                                  "d:p",
-                                  "p:ph",
-                                  "m:al",
-                                  ":a",
-                                  "dss:",
-                                  "thp:",
-                                  "junk:",
-                                  "junk:a",
-                                  "zero_realloc:fre",
-                                  "tcache_max:-1",
-                                  "narenas:-1",
-                                  "narenas:4294967297",
-                                  "narenas:0",
-                                  "lg_tcache_max:30",
-                                  "narenas_ratio:1x",
-                                  "narenas_ratio:0.5",
-                                  "bin_shards:1-160:16|0-8:64",
-                                  "bin_shards:1-160:65",
-                                  "slab_sizes:default",
-                                  "slab_sizes:1-4096:17|100-200:1|128-128:2",
-                                  "stats_print_opts:Jgmz,stats_print_opts:gJa",
-                                  "oversize_threshold:16383",
-                                  "experimental_foo:1",
-                                  "abort_conf:maybe",
-                                  "abort:yes",
-                                  "stats_print:1",
-                                  "confirm_conf:tru",
-                                  "background_thread:TRUE",
-                                  "stats_interval:-2",
-                                  "prof:maybe",
-                                  "prof_active:false",
-                                  "lg_prof_sample:99",
-                                  "bounded_coalesce:false",
-                                  "bounded_coalesce:maybe",
-                                  "percpu_arena:percpu",
-                                  "percpu_arena:phycpu,narenas:1",
-                                  "hpa:true",
-                                  "dss:primary",
-                                  "retain:false",
-                                  "max_background_threads:0",
-                                  "dirty_decay_ms:18446744072001",
-                                  "mutex_max_spin:-2",
-                                  "tcache_nslots_small_min:0",
-                                  "lg_tcache_nslots_mul:-17",
-                                  "narenas_ratio:65535",
-                                  "narenas_ratio:32769",
-                                  "narenas_ratio:32768",
-                                  "utrace:true",
-                                  "xmalloc:true",
-                                  "log:arena",
-                                  "cache_oblivious:false",
-                                  "hpa_dirty_mult:-1",
-                                  "hpa_hugification_threshold_ratio:0.5",
-                                  "tcache:false,tcache_max:0",
-                                  "zero:true,junk:true",
-                                  "metadata_thp:always,thp:never",
-                                  "oversize_threshold:0",
-                                  "lg_extent_max_active_fit:65"};
+// clang-format off
+constexpr const char* kFixed[] = {
+    "", ":", ",", ",,", "narenas", "narenas:", ":3", "narenas:3,", ",narenas:3",
+    "narenas:3,,tcache:false", "narenas=3", "narenas :3", "d:p", "p:ph", "m:al", ":a", "dss:",
+    "thp:", "junk:", "junk:a", "zero_realloc:fre", "tcache_max:-1", "narenas:-1",
+    "narenas:4294967297", "narenas:0", "lg_tcache_max:30", "narenas_ratio:1x", "narenas_ratio:0.5",
+    "bin_shards:1-160:16|0-8:64", "bin_shards:1-160:65", "slab_sizes:default",
+    "slab_sizes:1-4096:17|100-200:1|128-128:2", "stats_print_opts:Jgmz,stats_print_opts:gJa",
+    "oversize_threshold:16383", "experimental_foo:1", "abort_conf:maybe", "abort:yes",
+    "stats_print:1", "confirm_conf:tru", "background_thread:TRUE", "stats_interval:-2",
+    "prof:maybe", "prof_active:false", "lg_prof_sample:99", "bounded_coalesce:false",
+    "bounded_coalesce:maybe", "percpu_arena:percpu", "percpu_arena:phycpu,narenas:1", "hpa:true",
+    "dss:primary", "retain:false", "max_background_threads:0", "dirty_decay_ms:18446744072001",
+    "mutex_max_spin:-2", "tcache_nslots_small_min:0", "lg_tcache_nslots_mul:-17",
+    "narenas_ratio:65535", "narenas_ratio:32769", "narenas_ratio:32768", "utrace:true",
+    "xmalloc:true", "log:arena", "cache_oblivious:false", "hpa_dirty_mult:-1",
+    "hpa_hugification_threshold_ratio:0.5", "tcache:false,tcache_max:0", "zero:true,junk:true",
+    "metadata_thp:always,thp:never", "oversize_threshold:0", "lg_extent_max_active_fit:65"
+};
+// clang-format on
 constexpr int kNFixed = sizeof(kFixed) / sizeof(kFixed[0]);
 constexpr const char* kFamilies[] = {"fixed",  "pair",    "list",    "syntax",  "prefix",
                                      "ranges", "numbers", "letters", "mutated", "garbage"};

@@ -787,19 +787,14 @@ TEST(same_counters_as_5_3_0) { jt::diff::compare_with_reference(kDocumented, kKn
 // hence where the next slab goes -- depends on every other mapping in the process: the slab
 // counters then differ from 5.3.0's although both libraries map the same sizes in the same
 // order).
-constexpr const char* kConfs[] = {"zero_realloc:alloc",
-                                  "junk:true",
-                                  "zero:true",
-                                  "tcache:false",
-                                  "tcache_max:1024",
-                                  "lg_tcache_max:13",
-                                  "narenas:1",
-                                  "oversize_threshold:0",
-                                  "oversize_threshold:1048576",
-                                  "slab_sizes:1-4096:1",
-                                  "bin_shards:1-14336:3",
-                                  "lg_extent_max_active_fit:2",
-                                  "abort_conf:false,confirm_conf:false"};
+// clang-format off
+constexpr const char* kConfs[] = {
+    "zero_realloc:alloc", "junk:true", "zero:true", "tcache:false", "tcache_max:1024",
+    "lg_tcache_max:13", "narenas:1", "oversize_threshold:0", "oversize_threshold:1048576",
+    "slab_sizes:1-4096:1", "bin_shards:1-14336:3", "lg_extent_max_active_fit:2",
+    "abort_conf:false,confirm_conf:false"
+};
+// clang-format on
 
 TEST(same_counters_under_options) {
   jt::diff::compare_with_reference_under(kConfs, kDocumented, kKnownBugs);

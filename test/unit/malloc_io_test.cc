@@ -289,25 +289,12 @@ TEST(MallocIo, FmtFixed) {
 }
 
 TEST(MallocIo, ParseU64MatchesStrtoull) {
-  const char* inputs[] = {"0",
-                          "1",
-                          "42",
-                          "  17",
-                          "+5",
-                          "0x1f",
-                          "0X1F",
-                          "017",
-                          "09",
-                          "0x",
-                          "0xg",
-                          "12abc",
-                          "18446744073709551615",
-                          "007",
-                          "\t\n 99z",
-                          "ffff",
-                          "zz",
-                          "1010",
-                          "0x8000000000000000"};
+  // clang-format off
+  const char* inputs[] = {
+      "0", "1", "42", "  17", "+5", "0x1f", "0X1F", "017", "09", "0x", "0xg", "12abc",
+      "18446744073709551615", "007", "\t\n 99z", "ffff", "zz", "1010", "0x8000000000000000"
+  };
+  // clang-format on
   for (int base : {0, 2, 8, 10, 16, 36}) {
     for (const char* in : inputs) {
       errno = 0;
