@@ -65,6 +65,7 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
   o.best_fit = g_arena_opt.extent_best_fit;
   o.purge_on_grow = g_arena_opt.purge_on_grow;
   o.decay_hold_peak = g_arena_opt.decay_hold_peak;
+  o.shares_hold_budget = !manual;
   // Arena 0 is made before 5.3.0 applies opt.oversize_threshold, so it keeps the built-in
   // 8 MiB whatever the option says (arena.0.oversize_threshold reads 8388608 there too).
   o.oversize_threshold = ind == 0 ? kArena0OversizeThreshold : arenas_oversize_threshold();
@@ -368,11 +369,19 @@ void Arena::decay(bool is_background_thread, bool all) {
                                : deferred           ? Pac::Eagerness::kNever
                                                     : Pac::Eagerness::kOnEpochAdvance;
     bool advanced;
-    pac_.try_decay(which, nstime_now_ns(), eagerness, &advanced);
+    const uint64_t now = nstime_now_ns();
+    const size_t cap = which == ExtentState::kDirty ? arenas_hold_cap(this, now) : SIZE_MAX;
+    pac_.try_decay(which, now, eagerness, &advanced, cap);
     if (deferred && advanced && which == ExtentState::kDirty) {
       background_thread_epoch_advanced(this);
     }
   }
+}
+
+uint64_t Arena::decay_ns_until_purge(ExtentState which, uint64_t now_ns,
+                                     uint64_t npages_threshold) {
+  const size_t cap = which == ExtentState::kDirty ? arenas_hold_cap(this, now_ns) : SIZE_MAX;
+  return pac_.decay_ns_until_purge(which, now_ns, npages_threshold, cap);
 }
 
 void Arena::decay_tick() {

@@ -172,10 +172,10 @@ class Arena {
   bool set_decay_ms(ExtentState which, int64_t ms, uint64_t now_ns) {
     return pac_.decay_ms_set(which, ms, now_ns);
   }
-  /// For background threads: see Pac::decay_ns_until_purge.
-  uint64_t decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t npages_threshold) {
-    return pac_.decay_ns_until_purge(which, now_ns, npages_threshold);
-  }
+  /// For background threads: see Pac::decay_ns_until_purge (the hold capped as in decay()).
+  uint64_t decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t npages_threshold);
+  /// opt.decay_hold_peak: dirty pages this arena's hold would keep now (Pac::hold_estimate).
+  size_t hold_estimate() const { return pac_.hold_estimate(); }
   size_t oversize_threshold() const { return pac_.oversize_threshold(); }
   void set_oversize_threshold(size_t v) { pac_.set_oversize_threshold(v); }
   extent_hooks_t* extent_hooks() const { return pac_.hooks(); }
