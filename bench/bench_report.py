@@ -391,9 +391,12 @@ def plot_traces(pdir, term, trace_dir, wname, allocs):
         with open(gp, "w") as f:
             f.write("set terminal %s size 1000,520 noenhanced font ',11'\n" % term)
             f.write("set output %s\n" % gp_quote(png))
-            f.write("set title %s\n" % gp_quote("%s: %s" % (wname, ylabel)))
+            f.write("set title %s\n" % gp_quote("%s: %s%s" % (
+                wname, ylabel, "\nlog scale; an iteration without faults is drawn at the 0 tic"
+                if log else "")))
             f.write("set xlabel 'iteration'\nset ylabel %s\n"
-                    % gp_quote(ylabel + (" (log scale; 0 drawn at the bottom)" if log else "")))
+                    % gp_quote(("faults per iteration" if col == 2 else "RSS (MiB)")
+                               + (" (log scale)" if log else "")))
             f.write("set key outside right top\nset grid\n")
             if col == 2:
                 y = "($2 > 0.1 ? $2 : 0.1)" if log else "2"
@@ -466,7 +469,8 @@ def plots_from_files(out, pdir=None, trace_dir=None):
             title = ("%s relative to %s, per workload (%s)" % (what, base, better) if base
                      else "%s per workload" % what)
             note = ("bar: median of %d runs; error bar: their minimum to maximum; "
-                    "dashed line: %s" % (reps, base))
+                    "dashed line: %s" % (reps, base) if reps > 1 else
+                    "one run each (no spread); dashed line: %s" % base)
             if plot_bars(pdir, term, name, title, "ratio vs %s" % base if base else what,
                          cwl, allocs, cells, unit="x" if base else "", note=note):
                 made.append(os.path.join(pdir, name + ".png"))
