@@ -463,7 +463,6 @@ def known(lib, tmp):
             env.setdefault("HOME", tmp)
             env["PPROF_TMPDIR"] = tmp
             env["GOCACHE"] = os.path.join(tmp, "gocache")
-            env["GOFLAGS"] = "-mod=mod"
             rc, out, err = run([go, "tool", "pprof", "-top", "-nodecount=1000", KNOWN, pb],
                                env=env)
             top = {}
@@ -518,12 +517,73 @@ def known(lib, tmp):
               "flat=%s truth=%d" % (row and row[0], nbytes))
 
 
+def synthetic(tmp):
+    """Pruning of our library's frames, on a dump written here: known_allocs's own functions
+    (one in namespace je::) at a chosen load address, and a libjemalloc.so.2 mapping."""
+    if not os.path.exists(KNOWN) or not shutil.which("nm") or not shutil.which("readelf"):
+        report("SKIP", "synthetic dump (pruning of je:: frames)",
+               "needs known_allocs, nm and readelf")
+        return
+    syms = {}
+    for line in run(["nm", "-C", "--defined-only", KNOWN])[1].split("\n"):
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[1] in "Tt":
+            name = re.sub(r" \[clone [^\]]*\]", "", parts[2])
+            if name.endswith(")"):
+                name = name[:name.rfind("(")]
+            syms[name] = int(parts[0], 16)
+    text = None
+    for line in run(["readelf", "-lW", KNOWN])[1].split("\n"):
+        m = re.match(r"\s*LOAD\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+\S+\s+\S+\s+0x([0-9a-f]+)"
+                     r"\s+R E", line)
+        if m:
+            text = [int(x, 16) for x in m.groups()]
+    need = ["je::jeprof_test_internal_frame", "(anonymous namespace)::live_malloc_small",
+            "(anonymous namespace)::live_calloc_pages", "main"]
+    if text is None or any(n not in syms for n in need):
+        check("synthetic dump: symbols of known_allocs", False, "text=%s syms=%s" %
+              (text, [n for n in need if n not in syms]))
+        return
+    p_offset, p_vaddr, p_memsz = text
+    base = 0x555555600000  # where the text segment is "mapped"; its file offset is p_offset
+    lib = 0x7f0000000000
+
+    def pc(name):
+        return base + syms[name] - p_vaddr + 8
+
+    dump = os.path.join(tmp, "synthetic.heap")
+    with open(dump, "w") as f:
+        f.write("heap_v2/1\n  t*: 2: 12288 [0: 0]\n  t0: 2: 12288 [0: 0]\n")
+        f.write("@ 0x%x 0x%x 0x%x 0x%x\n  t*: 1: 4096 [0: 0]\n" % (
+            lib + 0x1234, pc("je::jeprof_test_internal_frame"),
+            pc("(anonymous namespace)::live_malloc_small"), pc("main")))
+        f.write("@ 0x%x 0x%x 0x%x\n  t*: 1: 8192 [0: 0]\n\nMAPPED_LIBRARIES:\n" % (
+            lib + 0x2000, pc("(anonymous namespace)::live_calloc_pages"), pc("main")))
+        f.write("%x-%x r-xp %08x fe:00 1 %s\n" % (base, base + p_memsz + 0x1000, p_offset,
+                                                   KNOWN))
+        # Absent object: labelled by file offset (0x1234 into a mapping of offset 0x9000).
+        f.write("%x-%x r-xp 00009000 fe:00 2 /nonexistent/libjemalloc.so.2\n" % (
+            lib, lib + 0x100000))
+    rc, out, err = jeprof("--text", "--show_bytes", KNOWN, dump)
+    total, rows = parse_text(out)
+    check("synthetic dump: je:: and libjemalloc frames pruned", rc == 0 and
+          find_row(rows, "live_malloc_small") == (4096, 4096) and
+          find_row(rows, "live_calloc_pages") == (8192, 8192) and
+          not any("je::" in n or "libjemalloc" in n for n in rows), out + err)
+    rc, out, err = jeprof("--text", "--show_bytes", "--no_prune", KNOWN, dump)
+    total, rows = parse_text(out)
+    check("synthetic dump: --no_prune keeps them", rc == 0 and
+          find_row(rows, "jeprof_test_internal_frame") == (0, 4096) and
+          rows.get("libjemalloc.so.2+0xa234", (0, 0))[0] == 4096, out + err)
+
+
 def main():
     if not os.path.exists(JEPROF):
         print("FAIL: %s missing (make builds it from bin/jeprof.in)" % JEPROF)
         return 1
     with tempfile.TemporaryDirectory(prefix="jeprof_test.") as tmp:
         fixtures(tmp)
+        synthetic(tmp)
         if not os.path.exists(KNOWN):
             report("SKIP", "known_allocs", "%s not built" % KNOWN)
         else:
