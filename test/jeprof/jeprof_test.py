@@ -354,6 +354,13 @@ def fixtures(tmp):
     rc, out, err = jeprof("--text", truncated)
     check("truncated dump (no map) still reads", rc == 0 and "Total:" in out and
           "Traceback" not in err, "rc=%d err=%r" % (rc, err[:200]))
+    env = dict(os.environ, PATH=os.path.join(tmp, "empty-path"))
+    rc, out, err = run([sys.executable, JEPROF, "--text", dump], env=env)
+    check("no binutils on PATH: a warning, then addresses", rc == 0 and "Total:" in out and
+          "'nm' not found on PATH" in err and "Traceback" not in err, err)
+    rc, out, err = run([sys.executable, JEPROF, "--svg", dump], env=env)
+    check("error: --svg without graphviz", rc == 1 and "needs graphviz" in err and
+          "Traceback" not in err, err)
     rc, out, _ = jeprof("--version")
     check("--version", rc == 0 and out.startswith("jeprof"), out)
     rc, out, _ = jeprof("--help")
