@@ -369,19 +369,21 @@ def fixtures(tmp):
 
 # ---- part 2: generated dumps with known contents ----------------------------------------------
 
-def make_dump(lib, tmp, tag, base=False):
-    """Run known_allocs under lib; (truth dict, dump path(s)) or (None, reason)."""
+def make_dump(lib, tmp, tag, base=False, accum=False):
+    """Run known_allocs under lib; (truth dict, dump path(s)) or (None, reason).  The truth
+    maps a function to (live bytes, live objects); with accum, to what it allocated."""
     env = dict(os.environ)
     env["LD_PRELOAD"] = lib
-    env["MALLOC_CONF"] = "prof:true,lg_prof_sample:12"
-    path = os.path.join(tmp, tag + (".base" if base else "") + ".heap")
+    env["MALLOC_CONF"] = "prof:true,lg_prof_sample:12" + (",prof_accum:true" if accum else "")
+    path = os.path.join(tmp, tag + (".base" if base else "") + (".accum" if accum else "") +
+                        ".heap")
     rc, out, err = run([KNOWN, path] + (["base"] if base else []), env=env)
     if rc != 0:
         return None, "known_allocs exited %d: %s" % (rc, err.strip().split("\n")[-1])
     truth = {}
     for line in out.split("\n"):
         parts = line.split()
-        if len(parts) == 4 and parts[0] == "truth":
+        if len(parts) == 4 and parts[0] == ("allocated" if accum else "truth"):
             truth[parts[1]] = (int(parts[2]), int(parts[3]))
     return truth, ([path, path + ".2"] if base else path)
 
@@ -510,6 +512,18 @@ def known(lib, tmp):
     else:
         report("SKIP", t + "Debian's jeprof", "%s is not installed (package libjemalloc-dev)"
                % DEBIAN_JEPROF)
+
+    truth_a, dump_a = make_dump(lib, tmp, tag.replace(".", "_"), accum=True)
+    if truth_a is None:
+        report("SKIP", t + "--alloc_space (prof_accum)", dump_a)
+    else:
+        for opt, k in (("--alloc_space", 0), ("--alloc_objects", 1)):
+            rc, out, _ = jeprof("--text", "--show_bytes", opt, KNOWN, dump_a)
+            _, arows = parse_text(out)
+            for func, want in sorted(truth_a.items()):
+                row = find_row(arows, func)
+                check(t + "%s (prof_accum) %s within 10%%" % (opt, func), row is not None and
+                      within(row[0], want[k]), "flat=%s truth=%d" % (row and row[0], want[k]))
 
     truth_b, dumps = make_dump(lib, tmp, tag.replace(".", "_"), base=True)
     if truth_b is None:

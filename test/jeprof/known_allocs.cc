@@ -7,7 +7,8 @@
 // bytes may appear in a dump.  One function lives in a shared object (libknown_shared.so) when
 // the program is linked with it, to exercise symbolisation through MAPPED_LIBRARIES.
 //
-// The program prints the truth ("truth <function> <bytes> <objects>"), then asks the allocator
+// The program prints the truth ("truth <function> <live bytes> <live objects>", and
+// "allocated" lines for what only prof_accum counts), then asks the allocator
 // for a dump with mallctl("prof.dump", path), found through dlsym so that the program links
 // against no allocator and runs under LD_PRELOAD of any libjemalloc.so.2 built with profiling.
 //
@@ -84,7 +85,7 @@ KA_NOINLINE size_t freed_everything(size_t n) {
   std::vector<void*> tmp;
   for (size_t i = 0; i < n; i++) tmp.push_back(malloc(2048));
   for (void* p : tmp) free(p);
-  return 0;
+  return n * 2048;
 }
 
 int dump(mallctl_fn mallctl, const char* path) {
@@ -137,10 +138,12 @@ int main(int argc, char** argv) {
     rows[r++] = {"known_shared_alloc", known_shared_alloc(160, 16384, out), 160};  // 2.5 MiB
     for (void* p : out) g_keep.push_back(p);
   }
-  freed_everything(4096);  // 8 MiB, all freed
+  size_t freed = freed_everything(4096);  // 8 MiB, all freed
   for (size_t i = 0; i < r; i++)
     printf("truth %s %zu %zu\n", rows[i].name, rows[i].bytes, rows[i].objs);
   printf("truth freed_everything 0 0\n");
+  // What prof_accum counts (--alloc_space): allocated since the start, freed or not.
+  printf("allocated freed_everything %zu %d\n", freed, 4096);
   fflush(stdout);
   std::string second = std::string(argv[1]) + (base ? ".2" : "");
   return dump(mallctl, second.c_str());
