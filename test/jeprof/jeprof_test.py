@@ -369,7 +369,7 @@ def fixtures(tmp):
 
 # ---- part 2: generated dumps with known contents ----------------------------------------------
 
-def make_dump(lib, tmp, tag, base=False, accum=False):
+def make_dump(lib, tmp, tag, base=False, accum=False, program=None):
     """Run known_allocs under lib; (truth dict, dump path(s)) or (None, reason).  The truth
     maps a function to (live bytes, live objects); with accum, to what it allocated."""
     env = dict(os.environ)
@@ -377,7 +377,7 @@ def make_dump(lib, tmp, tag, base=False, accum=False):
     env["MALLOC_CONF"] = "prof:true,lg_prof_sample:12" + (",prof_accum:true" if accum else "")
     path = os.path.join(tmp, tag + (".base" if base else "") + (".accum" if accum else "") +
                         ".heap")
-    rc, out, err = run([KNOWN, path] + (["base"] if base else []), env=env)
+    rc, out, err = run([program or KNOWN, path] + (["base"] if base else []), env=env)
     if rc != 0:
         return None, "known_allocs exited %d: %s" % (rc, err.strip().split("\n")[-1])
     truth = {}
@@ -512,6 +512,18 @@ def known(lib, tmp):
     else:
         report("SKIP", t + "Debian's jeprof", "%s is not installed (package libjemalloc-dev)"
                % DEBIAN_JEPROF)
+
+    nopie = KNOWN + "_nopie"
+    if os.path.exists(nopie):
+        truth_n, dump_n = make_dump(lib, tmp, tag.replace(".", "_") + "_nopie", program=nopie)
+        rc, out, _ = jeprof("--text", "--show_bytes", nopie, dump_n)
+        _, nrows = parse_text(out)
+        for func, (nbytes, _) in sorted(live.items()):
+            row = find_row(nrows, func)
+            check(t + "non-PIE executable: %s within 10%%" % func, row is not None and
+                  within(row[0], nbytes), "flat=%s truth=%d" % (row and row[0], nbytes))
+    else:
+        report("SKIP", t + "non-PIE executable", "%s not built" % nopie)
 
     truth_a, dump_a = make_dump(lib, tmp, tag.replace(".", "_"), accum=True)
     if truth_a is None:
