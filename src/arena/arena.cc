@@ -7,6 +7,7 @@
 #include "arena/arena_options.h"
 #include "arena/arenas.h"
 #include "arena/background_thread.h"
+#include "arena/large.h"
 #include "extent/emap.h"
 #include "meta/sz.h"
 #include "support/nstime.h"
@@ -90,6 +91,11 @@ Edata* Arena::slab_alloc(szind_t binind, unsigned shard) {
   }
   slab::init(slab, binind);
   slab->binshard = static_cast<uint8_t>(shard);
+  // opt.safety_checks with junk on free: every free region of a slab holds the free junk, so
+  // the allocation path can tell a region written after its free from an untouched one.
+  if (JE_UNLIKELY(g_arena_opt.safety_checks && g_arena_opt.junk_free)) {
+    std::memset(slab->addr, kJunkFreeByte, g_bin_geo[binind].slab_size);
+  }
   return slab;
 }
 
@@ -179,6 +185,12 @@ void Arena::dalloc_small(Edata* slab, szind_t binind, void* ptr) {
     dirty_added();
   }
   decay_tick();
+}
+
+bool Arena::small_region_in_use(const Edata* slab, szind_t binind, const void* ptr) {
+  Bin& bin = this->bin(binind, slab->binshard);
+  MutexGuard g(bin.mtx);
+  return slab::reg_in_use(slab, slab::regind(slab, binind, ptr));
 }
 
 void Arena::dalloc_small_batch(szind_t binind, void* const* ptrs, Edata* const* slabs, unsigned n,
