@@ -12,6 +12,7 @@
 #include "meta/sz.h"
 #include "support/nstime.h"
 #include "support/prng.h"
+#include "support/safety_check.h"
 
 namespace je {
 
@@ -176,6 +177,7 @@ void Arena::dalloc_small(Edata* slab, szind_t binind, void* ptr) {
   bool empty;
   {
     MutexGuard g(bin.mtx);
+    debug_assert(bin.stats.curregs > 0, "arena: a bin with regions in use frees one");
     empty = bin.dalloc_locked(slab, binind, ptr, manual_);
     bin.stats.ndalloc++;
     bin.stats.curregs--;

@@ -88,7 +88,6 @@ struct Bin {
   /// Return a region; true if the slab became empty and was detached from the bin (the caller
   /// hands it back to the page allocator after unlocking).
   bool dalloc_locked(Edata* slab, szind_t binind, const void* ptr, bool track_full) {
-    if constexpr (config::kDebug) mtx.assert_owner();
     const size_t ind = slab::regind(slab, binind, ptr);
     if (JE_UNLIKELY(g_arena_opt.safety_checks) && !slab::reg_in_use(slab, ind)) {
       // A region already free in its slab: freed twice, the second time from a thread cache
@@ -98,7 +97,6 @@ struct Bin {
     }
     debug_assert(slab::reg_in_use(slab, ind), "bin: freed region is allocated in its slab");
     debug_assert(slab->state == ExtentState::kActive, "bin: slab extent is active");
-    debug_assert(stats.curregs > 0, "bin: curregs > 0 before a free");
     slab::reg_free(slab, ind);
     unsigned nregs = g_bin_geo[binind].nregs;
     if (slab->nfree == nregs) {

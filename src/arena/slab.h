@@ -34,9 +34,7 @@ inline void init(Edata* slab, szind_t binind) {
 /// Take the lowest free region (slab must have one; as in the batch version, the lowest clear
 /// bit is then always a real region).
 inline void* reg_alloc(Edata* slab, szind_t binind) {
-  debug_assert(slab->nfree > 0 && slab->szind == binind,
-               "slab: allocating from a slab of the "
-               "class, with a free region");
+  debug_assert(slab->nfree > 0, "slab: allocating from a slab with a free region");
   for (unsigned w = 0;; w++) {
     uint64_t word = slab->slab_bitmap[w];
     if (word != ~uint64_t{0}) {
@@ -76,7 +74,7 @@ inline bool reg_in_use(const Edata* slab, size_t ind) {
 inline void reg_free(Edata* slab, size_t ind) {
   slab->slab_bitmap[ind / 64] &= ~(uint64_t{1} << (ind % 64));
   slab->nfree++;
-  debug_assert(slab->nfree <= g_bin_geo[slab->szind].nregs, "slab: nfree <= nregs");
+  debug_assert(slab->nfree <= kSlabMaxRegs, "slab: nfree within the bitmap");
 }
 
 }  // namespace je::slab
