@@ -26,8 +26,8 @@ JE_ALWAYS_INLINE bool safety_on() { return JE_UNLIKELY(g_arena_opt.safety_checks
 
 // Whether `ptr` already sits in bin `ind` of cache `tc` (freed, not yet handed out again).
 bool cached_in(const Tcache* tc, szind_t ind, const void* ptr) {
-  if (tc == nullptr || ind >= g_tcache_geo.nhbins) return false;
-  const CacheBin& bin = tc->bins[ind];
+  if (tc == nullptr || tc->cold == nullptr || ind >= g_tcache_geo.nhbins) return false;
+  const CacheBin& bin = tc->bin(ind);
   for (void **p = bin.head, **end = bin.bottom(); p != end; ++p) {
     if (*p == ptr) return true;
   }
@@ -128,7 +128,7 @@ void* alloc_large(Tsd& tsd, Tcache* tc, Arena* arena, size_t usize, size_t align
                   size_t huge_key) {
   szind_t ind = sz::size2index(usize);
   if (tc != nullptr && ind < g_tcache_geo.nhbins && alignment <= kCacheline) {
-    CacheBin& bin = tc->bins[ind];
+    CacheBin& bin = tc->bin(ind);
     void* p = bin.pop_fast();
     if (p == nullptr) p = bin.pop_slow();
     if (p != nullptr) {
@@ -159,7 +159,7 @@ void idalloc(Tcache* tc, void* ptr, const EmapEntry& ent) {
   szind_t ind = ent.szind;
   junk_on_free(ptr, sz::index2size(ind));
   if (tc != nullptr && ind < g_tcache_geo.nhbins) {
-    CacheBin& bin = tc->bins[ind];
+    CacheBin& bin = tc->bin(ind);
     if (bin.push_fast(ptr)) return;
     if (ent.slab) {
       tcache_dalloc_small_hard(tc, ind, ptr);
