@@ -7,10 +7,12 @@
 #include "arena/arena_options.h"
 #include "arena/arenas.h"
 #include "arena/background_thread.h"
+#include "arena/large.h"
 #include "extent/emap.h"
 #include "meta/sz.h"
 #include "support/nstime.h"
 #include "support/prng.h"
+#include "support/safety_check.h"
 
 namespace je {
 
@@ -91,6 +93,11 @@ Edata* Arena::slab_alloc(szind_t binind, unsigned shard) {
   }
   slab::init(slab, binind);
   slab->binshard = static_cast<uint8_t>(shard);
+  // opt.safety_checks with junk on free: every free region of a slab holds the free junk, so
+  // the allocation path can tell a region written after its free from an untouched one.
+  if (JE_UNLIKELY(g_arena_opt.safety_checks && g_arena_opt.junk_free)) {
+    std::memset(slab->addr, kJunkFreeByte, g_bin_geo[binind].slab_size);
+  }
   return slab;
 }
 
@@ -171,6 +178,7 @@ void Arena::dalloc_small(Edata* slab, szind_t binind, void* ptr) {
   bool empty;
   {
     MutexGuard g(bin.mtx);
+    debug_assert(bin.stats.curregs > 0, "arena: a bin with regions in use frees one");
     empty = bin.dalloc_locked(slab, binind, ptr, manual_);
     bin.stats.ndalloc++;
     bin.stats.curregs--;
@@ -180,6 +188,12 @@ void Arena::dalloc_small(Edata* slab, szind_t binind, void* ptr) {
     dirty_added();
   }
   decay_tick();
+}
+
+bool Arena::small_region_in_use(const Edata* slab, szind_t binind, const void* ptr) {
+  Bin& bin = this->bin(binind, slab->binshard);
+  MutexGuard g(bin.mtx);
+  return slab::reg_in_use(slab, slab::regind(slab, binind, ptr));
 }
 
 void Arena::dalloc_small_batch(szind_t binind, void* const* ptrs, Edata* const* slabs, unsigned n,

@@ -100,6 +100,9 @@ class Arena {
   unsigned fill_small(szind_t binind, void** out, unsigned n, uint64_t nrequests);
   /// Free one region of `slab` (which belongs to this arena).
   void dalloc_small(Edata* slab, szind_t binind, void* ptr);
+  /// opt.safety_checks: whether the region at `ptr` (a region start of `slab`) is allocated
+  /// as its slab's bitmap says, read under the bin lock.
+  bool small_region_in_use(const Edata* slab, szind_t binind, const void* ptr);
   /// Free n regions of class `binind`, all from slabs of this arena and of one shard
   /// (thread-cache flush); the bin lock is taken once. With `merge_stats` (this is the flushing
   /// cache's own arena) it also counts the flush and the cache's `nrequests`, under that lock.
