@@ -137,7 +137,14 @@ bool boot() {
   g_overcommits.store(read_overcommit(), std::memory_order_relaxed);
   g_thp_mode.store(read_thp_mode(), std::memory_order_relaxed);
 
-  bool ok = os_page > 0 && static_cast<size_t>(os_page) == config::kPage;
+  // The allocator's page may be a multiple of the kernel's (`--with-lg-page=14` on a 4 KiB
+  // kernel): every mapping, purge and protection change is then a whole number of kernel pages.
+  // A kernel page larger than ours cannot work; jemalloc refuses to start in that case too.
+  bool ok = os_page > 0 && static_cast<size_t>(os_page) <= config::kPage;
+  if (os_page > 0 && !ok) {
+    io_printf("<jemalloc>: Unsupported system page size\n");
+    if (g_abort_on_error) abort();
+  }
   if (ok) {
     g_madv_free_ok.store(probe_madv_free(), std::memory_order_relaxed);
     if (g_trust_madvise.load(std::memory_order_relaxed)) {
