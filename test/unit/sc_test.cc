@@ -131,7 +131,9 @@ TEST(Sc, SlabGeometryIsLcm) {
   }
   // Quirks the benchmarks rely on: single-region slabs for 1, 2 and 3 pages.
   for (const je::sc::BinInfo& b : je::sc::kBinInfo) {
-    if (b.reg_size % je::config::kPage == 0) EXPECT_EQ(b.nregs, 1u) << b.reg_size;
+    if (b.reg_size % je::config::kPage == 0) {
+      EXPECT_EQ(b.nregs, 1u) << b.reg_size;
+    }
   }
   if (je::config::kLgPage == 12) {
     EXPECT_EQ(je::sc::kBinInfo[28].nregs, 1u);
