@@ -25,8 +25,9 @@ MAKEFLAGS= MFLAGS=
 export MAKEFLAGS MFLAGS
 jobs=${BUILD_JOBS:-2}
 version=5.3.0-42-g0123456789abcdef0123456789abcdef01234567
-unit_tests="test/unit/sc_test test/unit/sz_test test/unit/bin_info_test test/unit/slab_test \
-test/unit/pages_test test/unit/arena_test"
+# The unit programs of the page-dependent modules: size classes, slab regions, the OS layer on
+# a kernel page smaller than ours, an arena's small and large allocations.
+unit_tests="test/unit/sc_test test/unit/slab_test test/unit/pages_test test/unit/arena_test"
 
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
