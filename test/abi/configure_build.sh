@@ -41,9 +41,14 @@ run_logged() { # name command...: run, show the log's tail on failure
 # A source tree of its own (what `make dist` would pack): an in-tree build's sources cannot be
 # configured a second time.
 run_logged distdir $MAKE -C "$top_builddir" distdir distdir="$abi_tmp/src" top_distdir="$abi_tmp/src"
-# The tarball's VERSION file carries this build's version (configure reads it without .git).
-top_version=$($MAKE -s --no-print-directory -C "$top_builddir" abi-print-config |
-  sed -n "s/^version='\(.*\)'$/\1/p")
+# The tarball's VERSION file carries the version of the tree it was made from (configure reads
+# it when there is no .git): git's answer in a checkout, else this build's.
+if [ -e "$top_srcdir/.git" ] && g=$(cd "$top_srcdir" && git rev-parse HEAD 2>/dev/null); then
+  top_version=5.3.0-$(cd "$top_srcdir" && git rev-list --count HEAD)-g$g
+else
+  top_version=$($MAKE -s --no-print-directory -C "$top_builddir" abi-print-config |
+    sed -n "s/^version='\(.*\)'$/\1/p")
+fi
 if [ "$(cat "$abi_tmp/src/VERSION" 2>/dev/null)" = "$top_version" ]; then
   echo "make dist writes VERSION: $top_version"
 else
