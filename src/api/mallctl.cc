@@ -11,24 +11,25 @@ using namespace je;
 
 extern "C" {
 
-JE_EXPORT int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen) {
+JE_EXPORT int JE_PUBLIC(mallctl)(const char* name, void* oldp, size_t* oldlenp, void* newp,
+                                 size_t newlen) {
   if (JE_UNLIKELY(!api::ensure_init())) return EAGAIN;
   return ctl_byname(name, oldp, oldlenp, newp, newlen);
 }
 
-JE_EXPORT int mallctlnametomib(const char* name, size_t* mibp, size_t* miblenp) {
+JE_EXPORT int JE_PUBLIC(mallctlnametomib)(const char* name, size_t* mibp, size_t* miblenp) {
   if (JE_UNLIKELY(!api::ensure_init())) return EAGAIN;
   return ctl_nametomib(name, mibp, miblenp);
 }
 
-JE_EXPORT int mallctlbymib(const size_t* mib, size_t miblen, void* oldp, size_t* oldlenp,
-                           void* newp, size_t newlen) {
+JE_EXPORT int JE_PUBLIC(mallctlbymib)(const size_t* mib, size_t miblen, void* oldp, size_t* oldlenp,
+                                      void* newp, size_t newlen) {
   if (JE_UNLIKELY(!api::ensure_init())) return EAGAIN;
   return ctl_bymib(mib, miblen, oldp, oldlenp, newp, newlen);
 }
 
-JE_EXPORT void malloc_stats_print(void (*write_cb)(void*, const char*), void* cbopaque,
-                                  const char* opts) {
+JE_EXPORT void JE_PUBLIC(malloc_stats_print)(void (*write_cb)(void*, const char*), void* cbopaque,
+                                             const char* opts) {
   if (JE_UNLIKELY(!api::ensure_init())) return;
   stats_print(write_cb, cbopaque, opts);
 }

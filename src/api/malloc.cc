@@ -50,11 +50,11 @@ JE_NOINLINE_COLD void* realloc_zero(void* ptr) {
 
 extern "C" {
 
-JE_EXPORT void* malloc(size_t size) noexcept { return malloc_fast(size); }
+JE_EXPORT void* JE_PUBLIC(malloc)(size_t size) noexcept { return malloc_fast(size); }
 
-JE_EXPORT void free(void* ptr) noexcept { free_fast(ptr); }
+JE_EXPORT void JE_PUBLIC(free)(void* ptr) noexcept { free_fast(ptr); }
 
-JE_EXPORT void* calloc(size_t num, size_t size) noexcept {
+JE_EXPORT void* JE_PUBLIC(calloc)(size_t num, size_t size) noexcept {
   size_t total;
   if (JE_UNLIKELY(__builtin_mul_overflow(num, size, &total))) {
     errno = ENOMEM;
@@ -74,7 +74,7 @@ JE_EXPORT void* calloc(size_t num, size_t size) noexcept {
   return p;
 }
 
-JE_EXPORT void* realloc(void* ptr, size_t size) noexcept {
+JE_EXPORT void* JE_PUBLIC(realloc)(void* ptr, size_t size) noexcept {
   if (JE_UNLIKELY(ptr == nullptr)) return malloc_fast(size);
   if (JE_UNLIKELY(size == 0)) return realloc_zero(ptr);
   void* p = reallocate(ptr, Request::of(size, {}));
@@ -82,35 +82,35 @@ JE_EXPORT void* realloc(void* ptr, size_t size) noexcept {
   return p;
 }
 
-JE_EXPORT int posix_memalign(void** memptr, size_t alignment, size_t size) noexcept {
+JE_EXPORT int JE_PUBLIC(posix_memalign)(void** memptr, size_t alignment, size_t size) noexcept {
   int err;
   void* p = aligned_slow(alignment, size, sizeof(void*), &err);
   if (err == 0) *memptr = p;
   return err;
 }
 
-JE_EXPORT void* aligned_alloc(size_t alignment, size_t size) noexcept {
+JE_EXPORT void* JE_PUBLIC(aligned_alloc)(size_t alignment, size_t size) noexcept {
   int err;
   void* p = aligned_slow(alignment, size, 1, &err);
   if (err != 0) errno = err;
   return p;
 }
 
-JE_EXPORT void* memalign(size_t alignment, size_t size) noexcept {
+JE_EXPORT void* JE_PUBLIC(memalign)(size_t alignment, size_t size) noexcept {
   int err;
   void* p = aligned_slow(alignment, size, 1, &err);
   if (err != 0) errno = err;
   return p;
 }
 
-JE_EXPORT void* valloc(size_t size) noexcept {
+JE_EXPORT void* JE_PUBLIC(valloc)(size_t size) noexcept {
   int err;
   void* p = aligned_slow(config::kPage, size, 1, &err);
   if (err != 0) errno = err;
   return p;
 }
 
-JE_EXPORT size_t malloc_usable_size(void* ptr) noexcept {
+JE_EXPORT size_t JE_PUBLIC(malloc_usable_size)(void* ptr) noexcept {
   return ptr == nullptr ? 0 : usable_size(ptr);
 }
 

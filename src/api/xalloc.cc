@@ -11,24 +11,24 @@ using namespace je::api;
 
 extern "C" {
 
-JE_EXPORT void* mallocx(size_t size, int flags) {
+JE_EXPORT void* JE_PUBLIC(mallocx)(size_t size, int flags) {
   if (JE_LIKELY(flags == 0)) return alloc_fast<mallocx_slow>(size);
   Request r = Request::of(size, Flags::decode(flags));
   if (JE_UNLIKELY(r.usize == 0)) return nullptr;
   return allocate(r);
 }
 
-JE_EXPORT void* rallocx(void* ptr, size_t size, int flags) {
+JE_EXPORT void* JE_PUBLIC(rallocx)(void* ptr, size_t size, int flags) {
   return reallocate(ptr, Request::of(size, Flags::decode(flags)));
 }
 
-JE_EXPORT size_t xallocx(void* ptr, size_t size, size_t extra, int flags) {
+JE_EXPORT size_t JE_PUBLIC(xallocx)(void* ptr, size_t size, size_t extra, int flags) {
   return resize_in_place(ptr, size, extra, Flags::decode(flags));
 }
 
-JE_EXPORT size_t sallocx(const void* ptr, int) { return usable_size(ptr); }
+JE_EXPORT size_t JE_PUBLIC(sallocx)(const void* ptr, int) { return usable_size(ptr); }
 
-JE_EXPORT void dallocx(void* ptr, int flags) {
+JE_EXPORT void JE_PUBLIC(dallocx)(void* ptr, int flags) {
   if (JE_LIKELY(flags == 0)) {
     free_fast(ptr);
     return;
@@ -36,7 +36,7 @@ JE_EXPORT void dallocx(void* ptr, int flags) {
   deallocate(ptr, Flags::decode(flags).tcache);
 }
 
-JE_EXPORT void sdallocx(void* ptr, size_t size, int flags) {
+JE_EXPORT void JE_PUBLIC(sdallocx)(void* ptr, size_t size, int flags) {
   if (JE_LIKELY(flags == 0)) {
     sized_free_fast(ptr, size);
     return;
@@ -44,7 +44,7 @@ JE_EXPORT void sdallocx(void* ptr, size_t size, int flags) {
   deallocate_sized(ptr, size, Flags::decode(flags));
 }
 
-JE_EXPORT size_t nallocx(size_t size, int flags) {
+JE_EXPORT size_t JE_PUBLIC(nallocx)(size_t size, int flags) {
   if (JE_UNLIKELY(!ensure_init())) return 0;
   size_t usize = usize_for(size, Flags::decode(flags).alignment);
   return usize > sc::kLargeMaxClass ? 0 : usize;

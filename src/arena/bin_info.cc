@@ -5,14 +5,13 @@ namespace je {
 
 namespace {
 
-constexpr uint32_t div_magic(uint64_t d) {
-  return static_cast<uint32_t>(((uint64_t{1} << 32) + d - 1) / d);
-}
+constexpr uint64_t div_magic(uint64_t d) { return ((uint64_t{1} << kDivShift) + d - 1) / d; }
+static_assert(uint64_t{7} * config::kPage * sc::kSmallMaxClass < (uint64_t{1} << kDivShift));
 
 constexpr BinGeometry geometry(const sc::BinInfo& b, uint32_t slab_size, uint32_t nshards,
                                uint32_t shard_base) {
-  return BinGeometry{b.reg_size, slab_size / b.reg_size, slab_size,
-                     nshards,    div_magic(b.reg_size),  shard_base};
+  return BinGeometry{b.reg_size, slab_size / b.reg_size, slab_size, nshards,
+                     shard_base, div_magic(b.reg_size)};
 }
 
 constexpr auto kDefaultGeometry = [] {

@@ -35,9 +35,16 @@ struct BinGeometry {
   uint32_t nregs;
   uint32_t slab_size;
   uint32_t nshards;
-  uint32_t div_magic;   // ceil(2^32 / reg_size): region index by one multiplication
   uint32_t shard_base;  // where this class's shard 0 sits in an arena's bin array
+  uint64_t div_magic;   // ceil(2^kDivShift / reg_size): region index by one multiplication
 };
+
+/// regind = (offset * div_magic) >> kDivShift is exact for every byte of every region while
+/// offset * (div_magic * reg_size - 2^kDivShift) < 2^kDivShift, i.e. offset * reg_size <
+/// 2^kDivShift: slabs reach 7 pages of 64 KiB (< 2^19) and regions 2^18, so 2^40 leaves room,
+/// and offset * div_magic < 2^19 * 2^37 fits 64 bits. (2^32, enough with 4 KiB pages, is not
+/// with 64 KiB pages.)
+inline constexpr unsigned kDivShift = 40;
 
 /// Indexed by szind_t < sc::kNBins. Holds the default geometry until bin_info_boot runs.
 extern std::array<BinGeometry, sc::kNBins> g_bin_geo;

@@ -22,7 +22,7 @@ namespace je::slab {
 /// Region index without dividing: offset * ceil(2^32 / size) >> 32 (exact, see bin_info.cc).
 inline size_t regind(const Edata* slab, szind_t binind, const void* ptr) {
   uint64_t offset = addr_of(ptr) - slab->base_addr();
-  return static_cast<size_t>((offset * g_bin_geo[binind].div_magic) >> 32);
+  return static_cast<size_t>((offset * g_bin_geo[binind].div_magic) >> kDivShift);
 }
 
 /// Fresh slab: every region free.

@@ -529,11 +529,14 @@ void conf_process_sources(const char* const (&sources)[kConfNSources]) {
 }
 
 void conf_init(const ConfSources& s) {
+  // --with-jemalloc-prefix=<p> renames both sources: /etc/<p>malloc.conf and <P>MALLOC_CONF.
   // The link's target is the option string; its buffer must outlive both passes.
   char link[PATH_MAX + 1];
-  if (sysinfo::read_link("/etc/malloc.conf", link, sizeof(link)) < 0) link[0] = '\0';
+  if (sysinfo::read_link("/etc/" JE_PUBLIC_PREFIX_STR "malloc.conf", link, sizeof(link)) < 0)
+    link[0] = '\0';
   const char* sources[kConfNSources] = {s.built_in, s.global_malloc_conf, link,
-                                        sysinfo::get_env("MALLOC_CONF"), s.conf_2_conf_harder};
+                                        sysinfo::get_env(JE_ENV_PREFIX_STR "MALLOC_CONF"),
+                                        s.conf_2_conf_harder};
   conf_process_sources(sources);
 }
 

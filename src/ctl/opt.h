@@ -41,6 +41,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "support/config.h"
+
 namespace je {
 
 // ---- Kinds, mallctl types, domains ----------------------------------------------------------
@@ -169,9 +171,10 @@ inline constexpr const char* kJunkNames[] = {"true", "false", "alloc", "free"};
 inline constexpr char kStatsLetters[] = "Jgmdablxeh";
 inline constexpr size_t kStatsLettersMax = sizeof(kStatsLetters) - 1;
 
-/// Small bins covered by `bin_shards` / `slab_sizes` (src/ctl/conf and src/api/init check that
-/// it equals sc::kNBins; this table stays free of allocator headers).
-inline constexpr unsigned kOptNBins = 36;
+/// Small bins covered by `bin_shards` / `slab_sizes`: the classes below 4 pages, 36 with 4 KiB
+/// pages (jemalloc's SC_NBINS as a function of the page). src/ctl/conf and src/api/init check
+/// that it equals sc::kNBins; this table stays free of allocator headers.
+inline constexpr unsigned kOptNBins = 4 * (config::kLgPage - 3);
 /// Most shards one bin may have (`bin_shards`; jemalloc's BIN_SHARDS_MAX).
 inline constexpr unsigned kOptBinShardsMax = 64;
 
@@ -189,8 +192,9 @@ inline constexpr size_t kOptLargeMaxClass = size_t{7} << 60;
 inline constexpr size_t kOptMaxBackgroundThreadsLimit = 4095;
 inline constexpr size_t kOptMaxBackgroundThreadsUnset = kOptMaxBackgroundThreadsLimit + 1;
 inline constexpr size_t kOptMaxBackgroundThreadsDefault = 4;
-/// HPA geometry used by the hpa_* domains (x86-64: 4 KiB pages, 2 MiB huge pages).
-inline constexpr size_t kOptPage = 4096;
+/// HPA geometry used by the hpa_* domains (the page, 4 KiB unless --with-lg-page; 2 MiB huge
+/// pages).
+inline constexpr size_t kOptPage = config::kPage;
 inline constexpr size_t kOptHugepage = size_t{2} << 20;
 /// 16.16 fixed-point one.
 inline constexpr uint32_t kOptFxpOne = uint32_t{1} << 16;

@@ -36,8 +36,9 @@ enum class ExtentState : uint8_t {
 
 const char* extent_state_name(ExtentState s);
 
-/// Slab metadata: one bit per region (set = free) for slabs of up to 512 regions.
-inline constexpr size_t kSlabMaxRegs = 512;
+/// Slab metadata: one bit per region (set = free) for slabs of up to sc::kSlabMaxRegs regions
+/// (a page of 8-byte regions: 512 with 4 KiB pages, 8192 with 64 KiB pages).
+inline constexpr size_t kSlabMaxRegs = sc::kSlabMaxRegs;
 inline constexpr size_t kSlabBitmapWords = kSlabMaxRegs / 64;
 
 struct Edata {

@@ -5,7 +5,8 @@
 // Nothing here runs at start-up: the table is a `constexpr` value produced by a generator that
 // walks the same (lg_base, lg_delta, ndelta) coordinates as jemalloc's `sc.c`, so a change of
 // page or quantum in `support/config.h` re-derives the whole table, and the `static_assert`s at
-// the bottom pin the result for the supported platform (4 KiB pages, 16-byte quantum).
+// the bottom pin the result for the default platform (4 KiB pages, 16-byte quantum);
+// `--with-lg-page` builds (up to 64 KiB pages) take the generator's counts.
 //
 // Layer: meta. Callers: `sz` (size <-> index mapping), arena bins and slabs (`kBinInfo`), the
 // tcache (bin count), ctl/stats (`arenas.*` geometry).
@@ -14,10 +15,10 @@
 //
 // Invariants (checked below):
 //   * sizes strictly increase; every size is a multiple of 8 (tiny) or of 16 (all others);
-//   * class i < kNBins is small: reg_size < 16 KiB, slab_size = LCM(page, reg_size)
+//   * class i < kNBins is small: reg_size < 4 pages, slab_size = LCM(page, reg_size)
 //     (so slabs have no tail slack), at most 7 pages, nregs = slab_size / reg_size;
 //   * classes kNBins.. are large, from kLargeMinClass to kLargeMaxClass, all page multiples;
-//   * the page-multiple ("psz") classes are 4, 8, 12 KiB followed by all large classes.
+//   * the page-multiple ("psz") classes are 1, 2, 3 pages followed by all large classes.
 //
 // jemalloc mapping: `sc.h`/`sc.c` (`sc_data_t`, `SC_NTINY`, `SC_NBINS`, `SC_NSIZES`,
 // `SC_NPSIZES`, `SC_LOOKUP_MAXCLASS`, `SC_SMALL_MAXCLASS`, `SC_LARGE_MINCLASS`,
@@ -52,22 +53,17 @@ inline constexpr unsigned kLgNGroup = 2;
 inline constexpr unsigned kNGroup = 1u << kLgNGroup;
 /// Classes must stay below 2^63 so that every size fits in ptrdiff_t.
 inline constexpr unsigned kLgSizeLimit = 63;
-/// A class is binned (slab-backed) when smaller than page << kLgNGroup (16 KiB).
+/// A class is binned (slab-backed) when smaller than page << kLgNGroup (4 pages: 16 KiB).
 inline constexpr size_t kSmallLimit = config::kPage << kLgNGroup;
 
-// ---- Published counts and bounds (pinned against the generator below) ----------------------
+// ---- Published counts and bounds -----------------------------------------------------------
+// The counts follow the page (`--with-lg-page`) and are computed by the generator below
+// (`detail::kCensus`); the pins at the bottom fix them for the default 4 KiB page, where they
+// are 5.3.0's numbers.
 
-inline constexpr unsigned kNTiny = 1;
-inline constexpr unsigned kNBins = 36;
-inline constexpr unsigned kNLExtents = 196;
-inline constexpr unsigned kNSizes = 232;
-inline constexpr unsigned kNPSizes = 199;
-inline constexpr size_t kTinyMin = 8;
-inline constexpr size_t kSmallMaxClass = 14336;
-inline constexpr size_t kLargeMinClass = 16384;
 /// Requests up to this size map to a class through a byte table indexed by (size + 7) >> 3.
-inline constexpr size_t kLookupMaxClass = 4096;
-inline constexpr size_t kLargeMaxClass = size_t{7} << 60;
+/// Fixed at 4 KiB whatever the page, as jemalloc's SC_LG_MAX_LOOKUP (12).
+inline constexpr unsigned kLgMaxLookup = 12;
 /// Most regions any slab can hold (a one-page slab of 8-byte regions); sizes slab bitmaps.
 inline constexpr unsigned kSlabMaxRegs = static_cast<unsigned>(config::kPage >> kLgTinyMin);
 
@@ -151,14 +147,29 @@ constexpr Census take_census() {
       c.large_min = s.size;
     }
     if (s.psz) ++c.npsizes;
-    // The byte lookup table in `sz` stops at one page (jemalloc's SC_LG_MAX_LOOKUP).
-    if (s.size <= config::kPage) c.lookup_max = s.size;
+    // The byte lookup table in `sz` stops at 2^kLgMaxLookup (jemalloc's SC_LG_MAX_LOOKUP).
+    if (s.size <= (size_t{1} << kLgMaxLookup)) c.lookup_max = s.size;
     c.large_max = s.size;
   });
   return c;
 }
 
 inline constexpr Census kCensus = take_census();
+
+}  // namespace detail
+
+inline constexpr unsigned kNTiny = detail::kCensus.ntiny;
+inline constexpr unsigned kNBins = detail::kCensus.nbins;
+inline constexpr unsigned kNSizes = detail::kCensus.nsizes;
+inline constexpr unsigned kNLExtents = kNSizes - kNBins;
+inline constexpr unsigned kNPSizes = detail::kCensus.npsizes;
+inline constexpr size_t kTinyMin = size_t{1} << kLgTinyMin;
+inline constexpr size_t kSmallMaxClass = detail::kCensus.small_max;
+inline constexpr size_t kLargeMinClass = detail::kCensus.large_min;
+inline constexpr size_t kLookupMaxClass = detail::kCensus.lookup_max;
+inline constexpr size_t kLargeMaxClass = detail::kCensus.large_max;
+
+namespace detail {
 
 constexpr std::array<SizeClass, kNSizes> build_classes() {
   std::array<SizeClass, kNSizes> t{};
@@ -193,22 +204,20 @@ inline constexpr std::array<BinInfo, kNBins> kBinInfo = detail::build_bin_info()
 
 // ---- Pins ----------------------------------------------------------------------------------
 
-static_assert(config::kLgPage == 12 && config::kLgQuantum == 4,
-              "published counts below are for 4 KiB pages and a 16-byte quantum");
-static_assert(detail::kCensus.nsizes == kNSizes);
-static_assert(detail::kCensus.ntiny == kNTiny);
-static_assert(detail::kCensus.nbins == kNBins);
-static_assert(detail::kCensus.nsizes - detail::kCensus.nbins == kNLExtents);
-static_assert(detail::kCensus.npsizes == kNPSizes);
-static_assert(detail::kCensus.small_max == kSmallMaxClass);
-static_assert(detail::kCensus.large_min == kLargeMinClass);
-static_assert(detail::kCensus.large_max == kLargeMaxClass);
-static_assert(detail::kCensus.lookup_max == kLookupMaxClass);
+// 5.3.0's published numbers for 4 KiB pages and a 16-byte quantum (the default build).
+static_assert(config::kLgQuantum == 4, "the generator is pinned for a 16-byte quantum");
+static_assert(config::kLgPage != 12 ||
+              (kNTiny == 1 && kNBins == 36 && kNLExtents == 196 && kNSizes == 232 &&
+               kNPSizes == 199 && kSmallMaxClass == 14336 && kLargeMinClass == 16384));
+static_assert(kLookupMaxClass == 4096);
+static_assert(kLargeMaxClass == size_t{7} << 60);
 static_assert(kSizeClasses[0].size == kTinyMin);
 static_assert(kSizeClasses[kNBins - 1].size == kSmallMaxClass);
 static_assert(kSizeClasses[kNBins].size == kLargeMinClass);
 static_assert(kSizeClasses[kNSizes - 1].size == kLargeMaxClass);
 static_assert(kLargeMaxClass == 8070450532247928832u);
+static_assert(kSmallMaxClass < (config::kPage << kLgNGroup) &&
+              kLargeMinClass == (config::kPage << kLgNGroup));
 
 namespace detail {
 constexpr bool classes_well_formed() {
@@ -250,11 +259,13 @@ constexpr bool slabs_well_formed() {
 static_assert(detail::classes_well_formed());
 static_assert(detail::slabs_well_formed());
 static_assert(kBinInfo[0].nregs == kSlabMaxRegs);
-// Spot checks from the 5.3.0 table: odd classes take multi-page slabs with no slack.
-static_assert(kBinInfo[5].reg_size == 80 && kBinInfo[5].nregs == 256 &&
-              kBinInfo[5].slab_size == 20480);
-static_assert(kBinInfo[28].reg_size == 4096 && kBinInfo[28].nregs == 1);
-static_assert(kBinInfo[35].slab_size == 28672 && kBinInfo[35].nregs == 2);
+// Spot checks from the 5.3.0 table (4 KiB pages): odd classes take multi-page slabs with no
+// slack.
+static_assert(config::kLgPage != 12 ||
+              (kBinInfo[5].reg_size == 80 && kBinInfo[5].nregs == 256 &&
+               kBinInfo[5].slab_size == 20480 && kBinInfo[28].reg_size == 4096 &&
+               kBinInfo[28].nregs == 1 && kBinInfo[35].slab_size == 28672 &&
+               kBinInfo[35].nregs == 2));
 
 }  // namespace sc
 }  // namespace je

@@ -137,7 +137,14 @@ bool boot() {
   g_overcommits.store(read_overcommit(), std::memory_order_relaxed);
   g_thp_mode.store(read_thp_mode(), std::memory_order_relaxed);
 
-  bool ok = os_page > 0 && static_cast<size_t>(os_page) == config::kPage;
+  // The allocator's page may be a multiple of the kernel's (`--with-lg-page=14` on a 4 KiB
+  // kernel): every mapping, purge and protection change is then a whole number of kernel pages.
+  // A kernel page larger than ours cannot work; jemalloc refuses to start in that case too.
+  bool ok = os_page > 0 && static_cast<size_t>(os_page) <= config::kPage;
+  if (os_page > 0 && !ok) {
+    io_printf("<jemalloc>: Unsupported system page size\n");
+    if (g_abort_on_error) abort();
+  }
   if (ok) {
     g_madv_free_ok.store(probe_madv_free(), std::memory_order_relaxed);
     if (g_trust_madvise.load(std::memory_order_relaxed)) {
@@ -181,7 +188,10 @@ void* map(void* addr, size_t size, size_t alignment, bool* commit) {
   raw_unmap(p, size);
 
   // Over-map so that an aligned run of `size` bytes must lie inside, then give back both ends.
-  const size_t slack = alignment - config::kPage;
+  // The kernel aligns to its own page, which may be smaller than ours (--with-lg-page).
+  const size_t os_page = g_os_page.load(std::memory_order_relaxed);
+  const size_t slack =
+      alignment - (os_page != 0 && os_page < config::kPage ? os_page : config::kPage);
   if (size + slack < size) return nullptr;
   const size_t alloc_size = size + slack;
   p = raw_map(nullptr, alloc_size, prot, 0);
@@ -260,29 +270,30 @@ size_t os_page_size() { return g_os_page.load(std::memory_order_relaxed); }
 size_t resident_bytes(const void* addr, size_t size) {
   if (size == 0) return 0;
   ErrnoKeeper keep;
+  // mincore reports one byte per kernel page, which may be smaller than ours (--with-lg-page).
+  const size_t os_page = g_os_page.load(std::memory_order_relaxed);
+  const size_t pg = os_page != 0 && os_page < config::kPage ? os_page : config::kPage;
   const uintptr_t begin = page_floor(addr_of(addr));
   const uintptr_t end = page_ceil(addr_of(addr) + size);
-  // mincore reports one byte per page; walk in chunks so the vector fits on the stack.
+  // Walk in chunks so the vector fits on the stack.
   constexpr size_t kChunkPages = 512;
   unsigned char vec[kChunkPages];
   size_t resident_pages = 0;
   for (uintptr_t a = begin; a < end;) {
-    size_t pages = (end - a) / config::kPage;
+    size_t pages = (end - a) / pg;
     if (pages > kChunkPages) pages = kChunkPages;
-    if (mincore(ptr_of(a), pages * config::kPage, vec) == 0) {
+    if (mincore(ptr_of(a), pages * pg, vec) == 0) {
       for (size_t i = 0; i < pages; i++) resident_pages += vec[i] & 1;
     } else {
       // ENOMEM: part of the chunk is unmapped. Retry page by page to count what is mapped.
       for (size_t i = 0; i < pages; i++) {
         unsigned char one = 0;
-        if (mincore(ptr_of(a + i * config::kPage), config::kPage, &one) == 0) {
-          resident_pages += one & 1;
-        }
+        if (mincore(ptr_of(a + i * pg), pg, &one) == 0) resident_pages += one & 1;
       }
     }
-    a += pages * config::kPage;
+    a += pages * pg;
   }
-  return resident_pages * config::kPage;
+  return resident_pages * pg;
 }
 
 void set_os_overcommits_for_testing(bool overcommits) {

@@ -19,9 +19,10 @@
 // errno: every function preserves errno (the kernel's error codes never leak to the caller);
 // failures are reported through the return value only.
 //
-// Invariants / contract (x86-64 and aarch64 Linux, 4 KiB pages):
+// Invariants / contract (x86-64 and aarch64 Linux; config::kPage is 4 KiB or --with-lg-page):
 //   * Addresses and sizes passed in are multiples of the page (config::kPage); boot() refuses to
-//     run on a kernel whose page size differs, so page arithmetic elsewhere can be constexpr.
+//     run on a kernel whose page is larger (a smaller one divides ours), so page arithmetic
+//     elsewhere can be constexpr.
 //   * map() returns fresh anonymous private memory: zero-filled, aligned as asked.
 //   * "Overcommit" means /proc/sys/vm/overcommit_memory is 0 or 1. Then a mapping costs no commit
 //     charge, every mapping is committed (readable/writable) and commit()/decommit() refuse

@@ -22,6 +22,12 @@
 #define JE_TLS_IE
 #endif
 #define JE_CACHELINE_ALIGNED alignas(64)
+// The exported spelling of a public C name: JE_PUBLIC(malloc) is `malloc`, or `je_malloc` when
+// configured --with-jemalloc-prefix=je_ (the prefix is pasted on at compile time, so the static
+// archive carries the same names as the shared library). Only src/api uses it.
+#define JE_PUBLIC_PASTE2(p, n) p##n
+#define JE_PUBLIC_PASTE(p, n) JE_PUBLIC_PASTE2(p, n)
+#define JE_PUBLIC(name) JE_PUBLIC_PASTE(JE_PUBLIC_PREFIX, name)
 
 namespace je {
 inline constexpr unsigned kCacheline = 64;

@@ -19,9 +19,14 @@ inline constexpr const char* kMallocConf = JE_CONFIG_MALLOC_CONF;
 /// `mallctl("version")`: 5.3.0-<our commit count>-g<our commit>.
 inline constexpr const char* kVersion = JE_VERSION_STRING;
 
-// Geometry of the supported platform (x86-64 / aarch64 Linux with 4 KiB pages, 16-byte quantum),
-// identical to Debian's jemalloc 5.3.0 build.
-inline constexpr unsigned kLgPage = 12;
+/// `--disable-cxx`: whether the library defines operator new/delete.
+inline constexpr bool kCxx = JE_CONFIG_CXX != 0;
+
+// Geometry of the supported platform (x86-64 / aarch64 Linux, 16-byte quantum). The page is
+// 4 KiB unless configured `--with-lg-page` (12..16); the default build is identical to Debian's
+// jemalloc 5.3.0 build, and every size class follows the page (meta/sc.h).
+inline constexpr unsigned kLgPage = JE_CONFIG_LG_PAGE;
+static_assert(kLgPage >= 12 && kLgPage <= 16, "configure accepts --with-lg-page=12..16");
 inline constexpr size_t kPage = size_t{1} << kLgPage;
 inline constexpr unsigned kLgQuantum = 4;
 inline constexpr size_t kQuantum = size_t{1} << kLgQuantum;

@@ -47,7 +47,9 @@ fi
 L=$dest$libdir
 I=$dest$includedir
 for f in "$L/libjemalloc.so.2" "$L/libjemalloc.so" "$I/jemalloc/jemalloc.h" \
-    "$dest$pkgconfigdir/jemalloc.pc" "$dest$bindir/jemalloc-config" "$dest$docdir/COPYING"; do
+    "$dest$pkgconfigdir/jemalloc.pc" "$dest$bindir/jemalloc-config" "$dest$docdir/COPYING" \
+    "$dest$bindir/jemalloc.sh" "$dest$mandir/man3/jemalloc.3" "$dest$docdir/jemalloc.html" \
+    "$dest$docdir/README.md"; do
   if [ -e "$f" ]; then
     echo "installed: ${f#"$dest"}$( [ -L "$f" ] && echo " -> $(readlink "$f")")"
   else
@@ -62,6 +64,31 @@ else
   bad "not installed: $libdir/libjemalloc.a"
 fi
 [ -x "$dest$bindir/jemalloc-config" ] || bad "$bindir/jemalloc-config is not executable"
+[ -x "$dest$bindir/jemalloc.sh" ] || bad "$bindir/jemalloc.sh is not executable"
+
+# libjemalloc_pic.a (Debian's libjemalloc-dev has it): position-independent objects, so the
+# whole archive links into a shared object.
+if [ ! -e "$L/libjemalloc.so.2" ]; then
+  echo "note: no shared library (--disable-shared); no libjemalloc_pic.a expected"
+elif [ ! -f "$L/libjemalloc_pic.a" ]; then
+  bad "not installed: $libdir/libjemalloc_pic.a"
+elif ! ${CC:-cc} -shared -o "$abi_tmp/pic.so" -Wl,--whole-archive "$L/libjemalloc_pic.a" \
+    -Wl,--no-whole-archive 2>"$abi_tmp/pic.err"; then
+  bad "libjemalloc_pic.a does not link into a shared object:"
+  head -n 5 "$abi_tmp/pic.err" | sed 's/^/    /'
+else
+  echo "installed: ${libdir}/libjemalloc_pic.a ($(ar t "$L/libjemalloc_pic.a" | wc -l) objects; links into a shared object)"
+fi
+
+# bin/jemalloc.sh runs a command with the installed library first in LD_PRELOAD.
+if [ -x "$dest$bindir/jemalloc.sh" ]; then
+  # (the configured path does not exist under DESTDIR: ld.so's complaint goes to /dev/null)
+  pre=$(LD_PRELOAD= "$dest$bindir/jemalloc.sh" sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
+  [ "$pre" = "$libdir/libjemalloc.so.2" ] ||
+    bad "jemalloc.sh set LD_PRELOAD to '$pre', expected '$libdir/libjemalloc.so.2'"
+  "$dest$bindir/jemalloc.sh" >/dev/null 2>&1 && bad "jemalloc.sh without a command succeeded"
+  echo "jemalloc.sh: LD_PRELOAD=$pre"
+fi
 if [ -f "$I/jemalloc/jemalloc.h" ] &&
     ! cmp -s "$I/jemalloc/jemalloc.h" "$top_builddir/include/jemalloc/jemalloc.h"; then
   bad "installed jemalloc.h differs from $top_builddir/include/jemalloc/jemalloc.h"

@@ -33,7 +33,9 @@ namespace {
 
 constexpr size_t kPage = config::kPage;
 constexpr szind_t kBin = 2;  // 32-byte regions
-constexpr size_t k64K = 64 * 1024;
+// A large class: 64 KiB with 4 KiB pages; with --with-lg-page builds, where 64 KiB is small,
+// the smallest large class (4 pages) instead.
+constexpr size_t k64K = sc::kLargeMinClass > 64 * 1024 ? sc::kLargeMinClass : 64 * 1024;
 
 size_t pages_of(size_t bytes) { return bytes / kPage; }
 

@@ -64,6 +64,7 @@ class BinInfo : public ::testing::Test {
 };
 
 TEST_F(BinInfo, ClampFollowsTheRegionLimits) {
+  if (config::kLgPage != 12) GTEST_SKIP() << "literal 4 KiB-page geometry";
   EXPECT_EQ(bin_slab_pages_clamp(k8, 0), 1u);     // at least one region's pages
   EXPECT_EQ(bin_slab_pages_clamp(k8, 2), 1u);     // 512 regions of 8 B fill one page
   EXPECT_EQ(bin_slab_pages_clamp(k32, 100), 4u);  // 512 x 32 B = 4 pages
@@ -73,6 +74,7 @@ TEST_F(BinInfo, ClampFollowsTheRegionLimits) {
 }
 
 TEST_F(BinInfo, BootBuildsTheConfiguredGeometry) {
+  if (config::kLgPage != 12) GTEST_SKIP() << "literal 4 KiB-page geometry";
   EXPECT_EQ(g_bin_geo[k8].nregs, 512u);
   EXPECT_EQ(g_bin_geo[k8].slab_size, 4096u);
   EXPECT_EQ(g_bin_geo[k32].slab_size, 4u * 4096);
@@ -235,6 +237,7 @@ TEST_F(BinInfo, ResetEmptiesEveryShard) {
 }
 
 TEST_F(BinInfo, ThreadCacheCapacityFollowsRegionsPerSlab) {
+  if (config::kLgPage != 12) GTEST_SKIP() << "literal 4 KiB-page geometry";
   // Small classes cache 2 x regions per slab, clamped to [20, 200] (5.3.0 defaults): 85
   // regions give 170 slots where the default 48-byte slab (256 regions) gives 200.
   EXPECT_EQ(g_tcache_geo.ncached_max[k48], 170u);

@@ -1,0 +1,57 @@
+/* prefix_probe.c: a client of a library configured --with-jemalloc-prefix=je_ (test/abi/
+ * configure_build.sh). Built against the installed, prefixed header; calls the prefixed names
+ * (or, with -DUSE_MANGLE, the plain names through JEMALLOC_MANGLE) and prints what the library
+ * reports. The program's own malloc/free stay the C library's. */
+#ifdef USE_MANGLE
+#define JEMALLOC_MANGLE
+#endif
+#include <stdio.h>
+#include <string.h>
+
+#include HEADER
+
+#ifdef USE_MANGLE
+/* JEMALLOC_MANGLE implies JEMALLOC_NO_DEMANGLE: the je_ macros stay defined. */
+#ifndef je_mallctl
+#error "JEMALLOC_MANGLE did not keep the je_ macros"
+#endif
+#else
+/* Without JEMALLOC_NO_DEMANGLE the header removes its je_ macros again. */
+#ifdef je_malloc_conf
+#error "the header left je_malloc_conf defined as a macro"
+#endif
+/* The program's option string, read at start-up under the prefixed name. */
+const char *je_malloc_conf = "narenas:3";
+#endif
+
+int main(void) {
+  const char *version = NULL;
+  size_t len = sizeof(version);
+#ifdef USE_MANGLE
+  /* Plain names, turned into the prefixed ones by the header. */
+  void *p = mallocx(100, 0);
+  if (p == NULL || mallctl("version", &version, &len, NULL, 0) != 0) return 1;
+  printf("mangled: version %s usable %zu\n", version, sallocx(p, 0));
+  dallocx(p, 0);
+#else
+  void *p = je_malloc(100);
+  if (p == NULL || je_mallctl("version", &version, &len, NULL, 0) != 0) return 1;
+  size_t page = 0;
+  unsigned narenas = 0;
+  const char *conf = NULL;
+  len = sizeof(page);
+  if (je_mallctl("arenas.page", &page, &len, NULL, 0) != 0) return 1;
+  len = sizeof(narenas);
+  if (je_mallctl("opt.narenas", &narenas, &len, NULL, 0) != 0) return 1;
+  len = sizeof(conf);
+  printf("version %s\n", version);
+  printf("arenas.page %zu\n", page);
+  printf("opt.narenas %u\n", narenas);
+  printf("usable %zu\n", je_malloc_usable_size(p));
+  je_free(p);
+  /* operator new/delete absent (--disable-cxx) and malloc unprefixed absent: nothing else to
+   * see from here; the script checks the dynamic symbols. */
+  (void)conf;
+#endif
+  return 0;
+}
