@@ -9,9 +9,10 @@
 #            (test/fuzz/run.sh: ops_fuzz stateless then stateful, conf_fuzz alongside).
 #   tsan     the library under ThreadSanitizer, same renaming; the threaded stress programs
 #            xthread_test and thread_churn_test.
-#   configs  the integration suite under the configurations the default matrix leaves out:
+#   configs  integration programs under the configurations the default matrix leaves out:
 #            percpu_arena:percpu, background_thread:true, dss:primary, retain:false (on ours and
-#            on 5.3.0; tcache:false, narenas:1 and decay 0 / -1 run in `make check` already).
+#            on 5.3.0; tcache:false, narenas:1 and decay 0 / -1 run in `make check` already):
+#            malloc_test, allocx_test, size_class_test, thread_test, dss_test.
 #
 # Usage: run.sh [LEG...]   (default: all four, in that order)
 # Environment: FUZZ_SECONDS (default 30), CLANGXX (default clang++-14), JOBS, top_srcdir,
@@ -83,11 +84,16 @@ leg_fuzz() {
 leg_tsan() {
   sh "$top_srcdir/test/fuzz/build_lib.sh" thread "$obj/je_tsan.o" >"$obj/tsan-build.log" 2>&1 ||
     { tail -n 30 "$obj/tsan-build.log"; return 1; }
-  TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" run_progs thread "$obj/je_tsan.o" \
+  TSAN_OPTIONS="halt_on_error=1 suppressions=$here/tsan.supp ${TSAN_OPTIONS:-}" \
+    run_progs thread "$obj/je_tsan.o" \
     xthread_test thread_churn_test
 }
 leg_configs() {
-  JT_VARIANTS=unusual sh "$top_srcdir/test/integration/run.sh" >"$obj/configs.log" 2>&1
+  # The programs whose checks hold under any configuration; the others (mallctl_test,
+  # options_test, the *_diff_tests...) check default option values or exact counters and fail
+  # on 5.3.0 under these variants too.
+  JT_VARIANTS=unusual sh "$top_srcdir/test/integration/run.sh" malloc_test allocx_test \
+    size_class_test thread_test dss_test >"$obj/configs.log" 2>&1
   rc=$?
   grep -E '^(FAIL|integration:)' "$obj/configs.log"
   [ "$rc" -eq 0 ] || grep -A 30 '^FAIL' "$obj/configs.log" | head -n 80
