@@ -8,6 +8,7 @@
 #include "arena/arenas.h"
 #include "arena/background_thread.h"
 #include "ctl/ctl.h"
+#include "extent/dss.h"
 #include "extent/emap.h"
 #include "meta/base.h"
 #include "thread/tcache.h"
@@ -42,10 +43,12 @@ void prefork() {
     }
     for_each_arena([stage](Arena* a) { a->prefork(stage); });
   }
+  dss_prefork();  // the sbrk mutex is a leaf: innermost
 }
 
 void postfork_parent() {
   if (!g_initialized.load(std::memory_order_acquire)) return;
+  dss_postfork_parent();
   for_each_arena([](Arena* a) { a->postfork_parent(); });
   base_global()->postfork_parent();
   g_emap.rtree().postfork_parent();
@@ -57,6 +60,7 @@ void postfork_parent() {
 
 void postfork_child() {
   if (!g_initialized.load(std::memory_order_acquire)) return;
+  dss_postfork_child();
   for_each_arena([](Arena* a) { a->postfork_child(); });
   base_global()->postfork_child();
   g_emap.rtree().postfork_child();

@@ -66,6 +66,7 @@ constexpr CoreConfig core_config(const Options& o) {
   c.slab_pages = o.slab_sizes;
   c.bin_shards = o.bin_shards;
   c.mutex_max_spin = o.mutex_max_spin;
+  c.dss = o.dss_prec;
   ArenaOptions& a = c.arena;
   a.narenas = o.narenas;
   a.narenas_ratio = o.narenas_ratio;

@@ -21,6 +21,7 @@
 #include "ctl/ctl_handlers.h"
 #include "ctl/ctl_stats.h"
 #include "ctl/opt.h"
+#include "extent/dss.h"
 #include "extent/ehooks.h"
 #include "meta/sz.h"
 #include "support/nstime.h"
@@ -112,28 +113,33 @@ int node_destroy(Req& r) {
   return ok ? 0 : EFAULT;
 }
 
-/// dss precedence: this build never uses sbrk, so every arena (and the default for new arenas)
-/// reads "disabled"; writing "disabled" is accepted, "primary"/"secondary" cannot be honoured
-/// (EFAULT, as a 5.3.0 build without dss support answers), anything else is EINVAL.
+/// dss precedence (5.3.0's arena_i_dss_ctl): a name other than the three exact ones is EINVAL;
+/// arena.4096.dss (or narenas) is the default that new arenas take; an index without an arena
+/// is EFAULT. The value read back is the one in force after the write, as in 5.3.0.
 int node_dss(Req& r) {
   MutexGuard g(g_ctl_mtx);
   const char* dss = nullptr;
   if (int e = write_in(r, &dss)) return e;
   unsigned ind;
   if (int e = mib_unsigned(r, 1, &ind)) return e;
-  bool wants_sbrk = false;
+  unsigned prec = kDssNPrec;
   if (dss != nullptr) {
-    if (std::strcmp(dss, kDssNames[static_cast<unsigned>(DssPrec::kPrimary)]) == 0 ||
-        std::strcmp(dss, kDssNames[static_cast<unsigned>(DssPrec::kSecondary)]) == 0) {
-      wants_sbrk = true;
-    } else if (std::strcmp(dss, kDssNames[static_cast<unsigned>(DssPrec::kDisabled)]) != 0) {
-      return EINVAL;
+    for (unsigned i = 0; i < kDssNPrec; i++) {
+      if (std::strcmp(dss, kDssNames[i]) == 0) prec = i;
     }
+    if (prec == kDssNPrec) return EINVAL;
   }
-  if (!means_all(ind) && arena_at(ind) == nullptr) return EFAULT;
-  if (wants_sbrk) return EFAULT;
-  const char* old = kDssNames[static_cast<unsigned>(DssPrec::kDisabled)];
-  return read_out(r, old);
+  DssPrec now;
+  if (means_all(ind)) {
+    if (prec != kDssNPrec) dss_prec_default_set(static_cast<DssPrec>(prec));
+    now = dss_prec_default();
+  } else {
+    if (arena_at(ind) == nullptr) return EFAULT;
+    if (prec != kDssNPrec) dss_prec_set(ind, static_cast<DssPrec>(prec));
+    now = dss_prec_get(ind);
+  }
+  const char* out = kDssNames[static_cast<unsigned>(now)];
+  return read_out(r, out);
 }
 
 int node_oversize_threshold(Req& r) {

@@ -8,6 +8,7 @@
 #include "arena/arenas.h"
 #include "arena/background_thread.h"
 #include "ctl/ctl_handlers.h"
+#include "extent/dss.h"
 #include "meta/base.h"
 #include "meta/sz.h"
 #include "support/config.h"
@@ -18,8 +19,7 @@ namespace je::ctl {
 
 namespace {
 
-constexpr const char* kDssDisabled = "disabled";  // no sbrk support: every arena is "disabled"
-constexpr const char* kDssNone = "N/A";           // merged / destroyed views
+constexpr const char* kDssNone = "N/A";  // merged / destroyed views
 
 // Slot per arena index; the two merged views apart. Allocated from the global base (zeroed,
 // never freed), like jemalloc's ctl_arena_t from b0.
@@ -44,7 +44,7 @@ void clear(ArenaSnap* s, bool merged) {
   bool initialized = s->initialized;
   std::memset(static_cast<void*>(s), 0, sizeof(*s));
   s->initialized = initialized;
-  s->dss = merged ? kDssNone : kDssDisabled;
+  s->dss = kDssNone;  // fill() sets an arena's own precedence
   if (merged) {
     s->dirty_decay_ms = -1;
     s->muzzy_decay_ms = -1;
@@ -63,6 +63,7 @@ constinit ArenaStatsSnap g_read = {};
 /// Reads one arena into its snapshot slot.
 void fill(ArenaSnap* s, Arena* a, uint64_t now) {
   clear(s, false);
+  s->dss = kDssNames[static_cast<unsigned>(dss_prec_get(a->ind()))];
   ArenaStatsSnap& r = g_read;
   a->read_stats(&r);
   const PacStatsSnap& pac = r.pac;

@@ -42,6 +42,7 @@
 #include <limits>
 
 #include "support/config.h"
+#include "extent/dss.h"
 
 namespace je {
 
@@ -143,9 +144,7 @@ consteval const char* opt_pick(const char* const (&names)[N], const char* s) {
 // Each enum's values are the indexes of its name list, which is in jemalloc 5.3.0's matching
 // order (it matters: with the prefix rule the empty value selects the first name).
 
-/// `dss`: where sbrk memory ranks relative to mmap.
-enum class DssPrec : uint8_t { kDisabled, kPrimary, kSecondary };
-inline constexpr const char* kDssNames[] = {"disabled", "primary", "secondary"};
+// `dss`: DssPrec and kDssNames come from extent/dss.h (the extent layer applies them).
 
 /// `percpu_arena`: the parse-time values. Arena boot turns them into its own run-time modes.
 enum class PercpuArenaMode : uint8_t { kPercpu, kPhycpu, kDisabled };
@@ -308,7 +307,7 @@ struct OptStorage<OptKind::kNotBuilt> {
   X(retain, Bool, true, (opt_any()), kOptBoth, "supported",                                        \
     "Keep unused virtual memory (retained extents) instead of unmapping it.")                      \
   X(dss, Choice, (opt_pick(kDssNames, "secondary")), (opt_choice(kDssNames, kOptValuePrefix)),     \
-    kOptBoth | kOptPrefixKey, "accepted and reported; sbrk is never used",                         \
+    kOptBoth | kOptPrefixKey, "supported",                                                         \
     "Precedence of sbrk memory relative to mmap: disabled, primary or secondary.")                 \
   X(narenas, Unsigned, 0u,                                                                         \
     (opt_urange(1, std::numeric_limits<unsigned>::max(), kOptCheckMin, kOptDefaultKeyword)),       \

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "extent/dss.h"
 #include "os/pages.h"
 #include "support/reentrancy.h"
 #include "support/util.h"
@@ -14,10 +15,20 @@ namespace {
 constinit bool g_thp_always = false;
 constinit bool g_thp_never = false;
 
+// The arena's dss precedence orders the two sources: sbrk before mmap ("primary"), after it
+// ("secondary"), or never ("disabled"), as 5.3.0's default hooks do.
 void* default_alloc(extent_hooks_t*, void* new_addr, size_t size, size_t alignment, bool* zero,
-                    bool* commit, unsigned) {
-  void* p = pages::map(new_addr, size, align_up(alignment, config::kPage), commit);
-  if (p == nullptr) return nullptr;
+                    bool* commit, unsigned arena_ind) {
+  alignment = align_up(alignment, config::kPage);
+  DssPrec prec = dss_prec_get(arena_ind);
+  if (prec == DssPrec::kPrimary) {
+    if (void* d = dss_alloc(new_addr, size, alignment, zero, commit)) return d;
+  }
+  void* p = pages::map(new_addr, size, alignment, commit);
+  if (p == nullptr) {
+    if (prec == DssPrec::kSecondary) return dss_alloc(new_addr, size, alignment, zero, commit);
+    return nullptr;
+  }
   *zero = true;  // fresh anonymous memory
   // opt.thp overrides the system setting for our mappings, where the system leaves room.
   pages::ThpMode sys = pages::system_thp_mode();
@@ -29,13 +40,15 @@ void* default_alloc(extent_hooks_t*, void* new_addr, size_t size, size_t alignme
   return p;
 }
 
+// sbrk memory is never unmapped: declining keeps it as a retained extent, to be reused.
 bool default_dalloc(extent_hooks_t*, void* addr, size_t size, bool, unsigned) {
+  if (dss_contains(addr)) return true;
   pages::unmap(addr, size);
   return false;
 }
 
 void default_destroy(extent_hooks_t*, void* addr, size_t size, bool, unsigned) {
-  pages::unmap(addr, size);
+  if (!dss_contains(addr)) pages::unmap(addr, size);
 }
 
 bool default_commit(extent_hooks_t*, void* addr, size_t, size_t offset, size_t length, unsigned) {
@@ -59,9 +72,12 @@ bool default_purge_forced(extent_hooks_t*, void* addr, size_t, size_t offset, si
   return !pages::purge_forced(static_cast<char*>(addr) + offset, length);
 }
 
-// Linux mappings can be split and merged freely.
+// Linux mappings can be split and merged freely; an sbrk extent only merges with another one
+// (the break's top can touch an mmap region, which must stay apart: one is never unmapped).
 bool default_split(extent_hooks_t*, void*, size_t, size_t, size_t, bool, unsigned) { return false; }
-bool default_merge(extent_hooks_t*, void*, size_t, void*, size_t, bool, unsigned) { return false; }
+bool default_merge(extent_hooks_t*, void* addr_a, size_t, void* addr_b, size_t, bool, unsigned) {
+  return !dss_mergeable(addr_a, addr_b);
+}
 
 }  // namespace
 

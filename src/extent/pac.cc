@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "extent/dss.h"
 #include "extent/emap.h"
 #include "extent/extent.h"
 
@@ -33,6 +34,7 @@ bool Pac::init(const PacOptions& o) {
   core_.ecache_muzzy.eset.set_best_fit(o.best_fit);
   core_.ecache_retained.eset.set_best_fit(o.best_fit);
   core_.edata_cache.init(o.base);
+  dss_prec_set(o.ind, dss_prec_default());  // a new arena takes arena.4096.dss
   core_.ehooks.init(
       o.ind, o.hooks != nullptr ? o.hooks : const_cast<extent_hooks_t*>(&kDefaultExtentHooks));
   core_.exp_grow.next = sz::psz2ind(config::kHugepage);

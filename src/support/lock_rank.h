@@ -10,8 +10,8 @@
 // Invariants: enumerators are listed outermost first and are dense from 0; two mutexes of the
 // same rank are never held together by one thread (outside the fork protocol, which bypasses the
 // check). Adding a rank means deciding what it nests inside, and writing that down below.
-// jemalloc mapping: witness.h's WITNESS_RANK_* list (a subset: no prof, HPA, SEC, dss or hook
-// ranks, which we do not implement).
+// jemalloc mapping: witness.h's WITNESS_RANK_* list (a subset: no prof, HPA, SEC or hook
+// ranks, which we do not implement; the dss mutex is a kLeaf).
 #pragma once
 
 #include <cstdint>

@@ -29,6 +29,7 @@ bool core_boot(const CoreConfig& cfg) {
   pages::set_trust_madvise(cfg.trust_madvise);  // before the probes of pages::boot
   if (!pages::boot()) return false;
   ehooks_set_thp(cfg.thp == CoreThp::kAlways, cfg.thp == CoreThp::kNever);
+  dss_boot(cfg.dss);  // before the first arena, which takes the precedence
   if (base_global(cfg.arena.metadata_thp) == nullptr) return false;
   // The bin geometry is fixed before the first arena (arena 0, made by arenas_boot) and the
   // thread-cache geometry (tcache_boot sizes its bins from the slabs' region counts).

@@ -29,6 +29,7 @@
 #include <cstdint>
 
 #include "arena/arena_options.h"
+#include "extent/dss.h"
 #include "meta/sc.h"
 #include "thread/thread_options.h"
 #include "thread/tsd.h"
@@ -57,6 +58,8 @@ struct CoreConfig {
   std::array<uint16_t, sc::kNBins> slab_pages = {};
   /// opt.bin_shards: bins per class in every arena (1..64).
   std::array<uint8_t, sc::kNBins> bin_shards = kCoreBinShardsDefault;
+  /// opt.dss: the sbrk precedence of arenas (dss_boot; arena 0 and later ones take it).
+  DssPrec dss = DssPrec::kSecondary;
   /// opt.mutex_max_spin, applied only when the machine has more than one CPU (0 otherwise).
   int64_t mutex_max_spin = 600;
   /// The arena layer's options (stored in g_arena_opt); `arena.metadata_thp` also applies to

@@ -743,10 +743,6 @@ constexpr Excl kDocumented[] = {
     {"opt.utrace", nullptr, kNoN2m, "mallctl-unavailable"},
     {"opt.xmalloc", nullptr, kNoN2m, "mallctl-unavailable"},
     {"opt.lg_san_uaf_align", nullptr, kNoN2m, "mallctl-unavailable"},
-    // compat.md#dss-disabled: asking for sbrk is EFAULT (before a wrong *oldlenp is noticed,
-    // as in a 5.3.0 build without dss).
-    {"arena.*.dss", "new=dss:\"primary\"", kNoN2m, "dss-disabled"},
-    {"arena.*.dss", "new=dss:\"secondary\"", kNoN2m, "dss-disabled"},
     // compat.md#mallctl-index-bounds: index nbins (36) and nlextents (196) are ENOENT.
     {"arenas.bin.36.*", nullptr, nullptr, "mallctl-index-bounds"},
     {"stats.arenas.*.bins.36.*", nullptr, nullptr, "mallctl-index-bounds"},

@@ -23,6 +23,7 @@
 # test/integration/<program>.tap per program, so the summary counts every run.
 # Environment: LIB, REF_LIB, REF_INCLUDE (directory holding the reference
 # jemalloc/jemalloc.h), CC, RUN_TIMEOUT (seconds per program, default 120),
+# JT_VARIANTS=unusual (the configuration leg's variants, below),
 # VERBOSE=1 (print every program's output, not only failures').
 # Exit status: 0 when every run passed or skipped, 1 otherwise.
 set -u
@@ -63,6 +64,12 @@ variants="- tcache:false narenas:1 dirty_decay_ms:0,muzzy_decay_ms:0 \
 dirty_decay_ms:-1,muzzy_decay_ms:-1 bin_shards:0-14336:4|20-100:2,slab_sizes:0-4096:1 \
 $placement_530"
 ours_only="$placement_530"
+# JT_VARIANTS=unusual (test/legs/run.sh): the configurations the default matrix leaves out --
+# per-CPU arenas, background threads, sbrk first, no retained address space -- instead of it.
+# (tcache:false, narenas:1 and decay 0 / -1 are in the default matrix above.)
+if [ "${JT_VARIANTS:-}" = unusual ]; then
+  variants="percpu_arena:percpu background_thread:true dss:primary retain:false"
+fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/jeinteg.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT INT TERM

@@ -269,15 +269,18 @@ TEST_F(Ctl, ArenaMisc) {
   EXPECT_EQ(act(arena(0, "destroy")), EFAULT);
   EXPECT_EQ(act(arena(kAll, "reset")), EFAULT);
 
-  // dss: no sbrk in this build.
-  EXPECT_STREQ(read<const char*>(arena(0, "dss")), "disabled");
-  EXPECT_STREQ(read<const char*>(arena(kAll, "dss")), "disabled");
-  EXPECT_STREQ(read<const char*>(arena(n, "dss")), "disabled");
-  EXPECT_EQ(put<const char*>(arena(0, "dss"), "primary"), EFAULT);
-  EXPECT_EQ(put<const char*>(arena(0, "dss"), "secondary"), EFAULT);
+  // dss: "secondary" by default; exact names only; kAll and n are the default of new arenas.
+  EXPECT_STREQ(read<const char*>(arena(0, "dss")), "secondary");
+  EXPECT_STREQ(read<const char*>(arena(kAll, "dss")), "secondary");
+  EXPECT_STREQ(read<const char*>(arena(n, "dss")), "secondary");
+  EXPECT_EQ(put<const char*>(arena(0, "dss"), "primary"), 0);
+  EXPECT_STREQ(read<const char*>(arena(0, "dss")), "primary");
+  EXPECT_STREQ(read<const char*>(arena(kAll, "dss")), "secondary");
   EXPECT_EQ(put<const char*>(arena(0, "dss"), "bogus"), EINVAL);
-  EXPECT_EQ(put<const char*>(arena(0, "dss"), "disabled"), 0);
+  EXPECT_EQ(put<const char*>(arena(0, "dss"), "sec"), EINVAL);
+  EXPECT_EQ(put<const char*>(arena(0, "dss"), "secondary"), 0);
   EXPECT_EQ(put<const char*>(arena(0, "dss"), nullptr), 0);
+  EXPECT_STREQ(read<const char*>(arena(0, "dss")), "secondary");
 
   EXPECT_EQ(read<size_t>(arena(0, "oversize_threshold")), g_opt.oversize_threshold);
   size_t v;

@@ -304,7 +304,7 @@ constexpr const char* kTextSections[] = {
     "\nMerged arenas stats:\nassigned threads: ",
     "\nDestroyed arenas stats:\n",
     "\narenas[0]:\n",
-    "\ndss allocation precedence: \"disabled\"\n",
+    "\ndss allocation precedence: \"secondary\"\n",
     "\ndecaying:  time       npages       sweeps     madvises       purged\n",
     "\nbins:           size ind    allocated      nmalloc",
     "\nlarge:          size ind    allocated      nmalloc",

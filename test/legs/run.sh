@@ -1,0 +1,115 @@
+#!/bin/sh
+# run.sh: the sanitizer and configuration legs that CI runs after `make check` (.ci/run).
+#
+#   asan     the library as one static object under ASan+UBSan, public names renamed fz_*
+#            (test/fuzz/build_lib.sh; test/legs/rename.h points the programs' calls at them),
+#            and this subset run against it: the stress programs xthread_test,
+#            thread_churn_test, realloc_chain_test and memalign_mix_test (short form).
+#   fuzz     both libFuzzer targets on the same ASan+UBSan object, FUZZ_SECONDS each
+#            (test/fuzz/run.sh: ops_fuzz stateless then stateful, conf_fuzz alongside).
+#   tsan     the library under ThreadSanitizer, same renaming; the threaded stress programs
+#            xthread_test and thread_churn_test.
+#   configs  integration programs under the configurations the default matrix leaves out:
+#            percpu_arena:percpu, background_thread:true, dss:primary, retain:false (on ours and
+#            on 5.3.0; tcache:false, narenas:1 and decay 0 / -1 run in `make check` already):
+#            malloc_test, size_class_test, dss_test.
+#
+# Usage: run.sh [LEG...]   (default: all four, in that order)
+# Environment: FUZZ_SECONDS (default 30), CLANGXX (default clang++-14), JOBS, top_srcdir,
+# top_builddir (a configured and built tree: `make` and the integration programs of
+# `make check`). Prints one line per leg with its time. Exit status 0 when every leg passed.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+: "${top_srcdir:=$(cd "$here/../.." && pwd)}"
+: "${top_builddir:=$top_srcdir}"
+export top_srcdir top_builddir
+CLANGXX=${CLANGXX:-clang++-14}
+export CLANGXX
+FUZZ_SECONDS=${FUZZ_SECONDS:-30}
+legs=${*:-asan fuzz tsan configs}
+obj=$top_builddir/test/legs/obj
+mkdir -p "$obj"
+failed=
+
+# build_prog SAN LIBOBJ SRC OUT: one test program against the renamed static library.
+build_prog() {
+  # shellcheck disable=SC2086
+  $CLANGXX -std=c++20 -O1 -g -fno-omit-frame-pointer -fno-builtin -Wno-unknown-attributes \
+    -fsanitize="$1" -fno-sanitize-recover=all -include "$here/rename.h" \
+    -I"$top_builddir/include" -I"$top_srcdir/include" -I"$top_srcdir/test/integration" \
+    -I"$top_srcdir/test/stress" "$3" "$2" -o "$4" -ldl -pthread
+}
+
+# run_progs SAN LIBOBJ PROG...: build and run each stress program; report failures.
+run_progs() {
+  san=$1 lib=$2
+  shift 2
+  ok=yes
+  for p in "$@"; do
+    exe=$obj/${p}_$(echo "$san" | tr ',' '_')
+    if ! build_prog "$san" "$lib" "$top_srcdir/test/stress/$p.cc" "$exe" >"$exe.build.log" 2>&1; then
+      echo "  FAIL: $p [$san] does not build"; head -n 20 "$exe.build.log"; ok=no; continue
+    fi
+    if timeout -k 5 300 "$exe" >"$exe.log" 2>&1; then
+      echo "  PASS: $p [$san] ($(tail -n 1 "$exe.log"))"
+    else
+      echo "  FAIL: $p [$san]"; grep -v '^\[ PASS' "$exe.log" | head -n 40; ok=no
+    fi
+  done
+  [ "$ok" = yes ]
+}
+
+leg() {
+  name=$1
+  shift
+  start=$(date +%s)
+  if "$@"; then r=PASS; else r=FAIL; failed="$failed $name"; fi
+  echo "$r: leg $name ($(($(date +%s) - start)) s)"
+}
+
+asan_lib() {
+  sh "$top_srcdir/test/fuzz/build.sh" >"$obj/fuzz-build.log" 2>&1 ||
+    { tail -n 30 "$obj/fuzz-build.log"; return 1; }
+}
+leg_asan() {
+  asan_lib || return 1
+  # The object is the fuzz build's: its coverage hooks are inert outside libFuzzer.
+  ASAN_OPTIONS=detect_leaks=0 run_progs address,undefined "$top_builddir/test/fuzz/je_asan.o" \
+    xthread_test thread_churn_test realloc_chain_test memalign_mix_test
+}
+leg_fuzz() {
+  asan_lib || return 1
+  sh "$top_srcdir/test/fuzz/run.sh" "$FUZZ_SECONDS"
+}
+leg_tsan() {
+  sh "$top_srcdir/test/fuzz/build_lib.sh" thread "$obj/je_tsan.o" >"$obj/tsan-build.log" 2>&1 ||
+    { tail -n 30 "$obj/tsan-build.log"; return 1; }
+  TSAN_OPTIONS="halt_on_error=1 suppressions=$here/tsan.supp ${TSAN_OPTIONS:-}" \
+    run_progs thread "$obj/je_tsan.o" \
+    xthread_test thread_churn_test
+}
+leg_configs() {
+  # The programs whose checks hold under any configuration. The others check behaviour of the
+  # default configuration and fail on 5.3.0 under these variants exactly as on ours:
+  # mallctl_test, options_test and the *_diff_tests (default option values, exact counters),
+  # allocx_test under retain:false, thread_test under percpu_arena (thread.arena writes are
+  # refused there).
+  JT_VARIANTS=unusual sh "$top_srcdir/test/integration/run.sh" malloc_test size_class_test \
+    dss_test >"$obj/configs.log" 2>&1
+  rc=$?
+  grep -E '^(FAIL|integration:)' "$obj/configs.log"
+  [ "$rc" -eq 0 ] || grep -A 30 '^FAIL' "$obj/configs.log" | head -n 80
+  return "$rc"
+}
+
+for l in $legs; do
+  case $l in
+    asan | fuzz | tsan | configs) leg "$l" "leg_$l" ;;
+    *) echo "run.sh: unknown leg $l" >&2; exit 2 ;;
+  esac
+done
+if [ -n "$failed" ]; then
+  echo "legs failed:$failed"
+  exit 1
+fi
+echo "legs: all passed"
