@@ -78,8 +78,8 @@ struct ArenaOptions {
   /// opt.zero: every new block zeroed; opt.junk, allocation and free halves. Any of them also
   /// sends every call of every thread to the slow path (tsd_recompute_fast).
   bool zero = false;
-  bool junk_alloc = false;
-  bool junk_free = false;
+  bool junk_alloc = config::kDebug;  // opt.junk: "true" by default in debug builds, as 5.3.0
+  bool junk_free = config::kDebug;
   // ---- Misuse checks (src/api/alloc_path, bin.h) ----
   /// Ours, opt.safety_checks (always on in debug builds): detect double, size-mismatched,
   /// invalid and interior frees and, with junk_free, writes to freed small blocks; report with

@@ -115,8 +115,8 @@ static_assert(kOptDefaults.metadata_thp ==
               kMetadataThpNames[static_cast<size_t>(kOptDefaults.metadata_thp_mode)]);
 static_assert(kOptDefaults.zero_realloc ==
               kZeroReallocNames[static_cast<size_t>(kOptDefaults.zero_realloc_action)]);
-static_assert(kOptDefaults.junk == kJunkNames[1] && !kOptDefaults.junk_alloc &&
-              !kOptDefaults.junk_free);
+static_assert(kOptDefaults.junk == kJunkNames[config::kDebug ? 0 : 1] &&
+              kOptDefaults.junk_alloc == config::kDebug && kOptDefaults.junk_free == config::kDebug);
 static_assert(kOptDefaults.stats_print_opts == kOptDefaults.stats_print_opts_buf);
 static_assert(kOptDefaults.stats_interval_opts == kOptDefaults.stats_interval_opts_buf);
 

@@ -334,7 +334,8 @@ struct OptStorage<OptKind::kNotBuilt> {
     "Print statistics every this many allocated bytes; -1 disables.")                              \
   X(stats_interval_opts, Letters, stats_interval_opts_buf, (opt_any()), kOptBoth, "supported",     \
     "malloc_stats_print letters for stats_interval.")                                              \
-  X(junk, Choice, (opt_pick(kJunkNames, "false")), (opt_choice(kJunkNames)), kOptBoth,             \
+  X(junk, Choice, (opt_pick(kJunkNames, config::kDebug ? "true" : "false")),                        \
+    (opt_choice(kJunkNames)), kOptBoth,                                                            \
     "supported", "Fill memory with junk on allocation and/or free: true, false, alloc or free.")   \
   X(zero, Bool, false, (opt_any()), kOptBoth, "supported", "Zero-fill every allocation.")          \
   X(experimental_infallible_new, Bool, false, (opt_any()), kOptBoth, "supported",                  \
@@ -515,8 +516,8 @@ struct Options {
   ThpOpt thp_mode = ThpOpt::kDefault;
   MetadataThpMode metadata_thp_mode = MetadataThpMode::kDisabled;
   ZeroReallocAction zero_realloc_action = ZeroReallocAction::kFree;
-  bool junk_alloc = false;
-  bool junk_free = false;
+  bool junk_alloc = config::kDebug;  // 5.3.0: junk "true" by default in debug builds
+  bool junk_free = config::kDebug;
 
   // Buffers behind the kLetters options (their `const char*` fields point here).
   char stats_print_opts_buf[kStatsLettersMax + 1] = "";

@@ -159,6 +159,7 @@ constexpr Valid kValid[] = {
     {"extent_best_fit", "false", "extent_best_fit", "false"},
     {"borrow_dirty", "false", "borrow_dirty", "false"},
     {"decay_hold_peak", "false", "decay_hold_peak", "false"},
+    {"safety_checks", "true", "safety_checks", "true"},
 };
 
 TEST_F(ConfTest, EveryParseableKeyAcceptsAValidValue) {

@@ -96,7 +96,7 @@ TEST_F(CtlStats, TypesAndMergedViewDefaults) {
   EXPECT_STREQ(astat<const char*>(4096, "dss"), "N/A");
   EXPECT_EQ(astat<ssize_t>(4096, "dirty_decay_ms"), -1);
   EXPECT_EQ(astat<ssize_t>(4096, "muzzy_decay_ms"), -1);
-  EXPECT_STREQ(astat<const char*>(0, "dss"), "disabled");
+  EXPECT_STREQ(astat<const char*>(0, "dss"), "secondary");
   EXPECT_EQ(astat<ssize_t>(0, "dirty_decay_ms"), 10000);
   EXPECT_GT(astat<uint64_t>(0, "uptime"), 0u);
   EXPECT_EQ(astat<uint64_t>(4096, "uptime"), astat<uint64_t>(0, "uptime"));
