@@ -10,7 +10,7 @@
 // Invariants: enumerators are listed outermost first and are dense from 0; two mutexes of the
 // same rank are never held together by one thread (outside the fork protocol, which bypasses the
 // check). Adding a rank means deciding what it nests inside, and writing that down below.
-// jemalloc mapping: witness.h's WITNESS_RANK_* list (a subset: no prof, HPA, SEC, dss or hook
+// jemalloc mapping: witness.h's WITNESS_RANK_* list (a subset: no HPA, SEC, dss or hook
 // ranks, which we do not implement).
 #pragma once
 
@@ -25,6 +25,9 @@ enum class LockRank : uint8_t {
   // The mallctl tree's mutex: a ctl call may create arenas, read every mutex's stats, purge or
   // reset arenas, so it nests outside all allocator-internal locks.
   kCtl,
+  // The heap profiler's registry of thread data and its dump prefix (src/prof): held for short
+  // list and buffer updates, which may take base memory.
+  kProf,
   // The tcache registry (explicit tcaches created via tcache.create): creating one allocates
   // from an arena, and flushing takes bin locks.
   kTcaches,
@@ -77,6 +80,7 @@ constexpr const char* lock_rank_name(LockRank rank) {
   switch (rank) {
     case LockRank::kInit: return "init";
     case LockRank::kCtl: return "ctl";
+    case LockRank::kProf: return "prof";
     case LockRank::kTcaches: return "tcaches";
     case LockRank::kArenas: return "arenas";
     case LockRank::kBackgroundThreadGlobal: return "background_thread_global";

@@ -8,7 +8,7 @@
 abi_tmpdir
 fail=0
 cd "$abi_tmp" || exit 99
-for opt in --with-jemalloc-prefix=je_ --with-lg-page=16 --disable-cxx --enable-prof \
+for opt in --with-jemalloc-prefix=je_ --with-lg-page=16 --disable-cxx \
     --with-install-suffix=_x --enable-no-such-thing; do
   if "$top_srcdir/configure" "$opt" >out.txt 2>&1; then
     echo "FAIL: configure $opt succeeded"
@@ -23,7 +23,7 @@ for opt in --with-jemalloc-prefix=je_ --with-lg-page=16 --disable-cxx --enable-p
 done
 # The options configure does implement are accepted (stopped right after parsing by --help).
 for opt in --enable-debug --disable-stats --with-malloc-conf=narenas:1 \
-    --disable-initial-exec-tls; do
+    --disable-initial-exec-tls --enable-prof --disable-prof; do
   if ! "$top_srcdir/configure" "$opt" --help=short >out.txt 2>&1; then
     echo "FAIL: configure $opt --help=short failed:"
     sed 's/^/    /' out.txt
