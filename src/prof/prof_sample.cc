@@ -31,6 +31,30 @@ double prof_ln(double x) {
   return (e - 1023) * kLn2 + 2.0 * sum;
 }
 
+double prof_exp_neg(double x) {
+  if (x > 0) x = 0;
+  if (x < -745.0) return 0.0;
+  // x = k ln 2 + r with |r| <= ln 2 / 2; e^x = 2^k e^r, e^r by its Taylor series.
+  constexpr double kLn2 = 0.6931471805599453094;
+  const int k = static_cast<int>(x / kLn2 - 0.5);
+  const double r = x - k * kLn2;
+  double term = 1.0;
+  double sum = 1.0;
+  for (int i = 1; i < 24; i++) {
+    term *= r / i;
+    sum += term;
+  }
+  // 2^k, k in [-1075, 0], as a product of representable powers (subnormals included).
+  double scale = 1.0;
+  int kk = k;
+  while (kk < -1000) {
+    scale *= 1.0 / 1.0715086071862673e301;  // 2^-1000
+    kk += 1000;
+  }
+  scale *= std::bit_cast<double>(static_cast<uint64_t>(1023 + kk) << 52);
+  return sum * scale;
+}
+
 uint64_t prof_sample_gap(uint64_t* prng_state, size_t lg_sample) {
   if (lg_sample == 0) return 1;
   // u in (0, 1]: 53 random bits plus one, scaled.

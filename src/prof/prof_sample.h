@@ -21,6 +21,9 @@ namespace je {
 /// Natural logarithm of x > 0 (absolute error below 1e-12 for x in (0, 2]).
 double prof_ln(double x);
 
+/// e^x for x <= 0 (relative error below 1e-13; 0 below -745).
+double prof_exp_neg(double x);
+
 /// Bytes from one sample threshold to the next: geometric with mean 2^lg_sample, at least 1.
 /// Advances *prng_state.
 uint64_t prof_sample_gap(uint64_t* prng_state, size_t lg_sample);
