@@ -164,6 +164,8 @@ bool malloc_init() {
   // Registered last, with the allocator usable: these may allocate.
   if (ok) {
     fork_register();
+    // The unwinder's first walk may allocate: only now that allocation works.
+    if (!prof_boot_late()) io_printf("<jemalloc>: cannot set up heap profiling\n");
     if (g_opt.stats_print) atexit(print_stats_at_exit);
     // Creating threads allocates, so only now; the allocator keeps working without them.
     if (g_opt.background_thread && !background_thread_set_enabled(true)) {

@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "meta/base.h"
+#include "prof/prof_backtrace.h"
+#include "prof/prof_ctx.h"
 #include "support/compiler.h"
 #include "support/mutex.h"
 
@@ -73,6 +75,13 @@ bool prof_boot(const ProfOptions& o) {
   g_lg_sample.store(o.lg_sample, std::memory_order_relaxed);
   g_interval = o.lg_interval >= 0 ? uint64_t{1} << o.lg_interval : 0;
   prof_detail::g_enabled = true;
+  return true;
+}
+
+bool prof_boot_late() {
+  if (!prof_enabled()) return true;
+  if (!prof_ctx_boot()) return false;
+  prof_backtrace_boot();  // an empty walk is no failure: sampling then records short stacks
   return true;
 }
 

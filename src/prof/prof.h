@@ -54,6 +54,10 @@ inline constexpr size_t kProfPathMax = 4095;
 
 /// Once, at boot, after the core: stores the options. True on success.
 bool prof_boot(const ProfOptions& o);
+/// After initialization, with the allocator usable (opt.prof only): sets up the context table
+/// and warms the unwinder up (its first walk may allocate and take the loader lock), so that
+/// sampling never meets either for the first time. False on OOM.
+bool prof_boot_late();
 /// The options prof_boot stored (defaults before it runs).
 const ProfOptions& prof_options();
 /// opt.prof: whether profiling was switched on at start-up (never with config::kProf false).
