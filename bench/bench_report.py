@@ -2,6 +2,7 @@
 and the gnuplot charts.  Python 3 standard library only."""
 
 import csv
+import math
 import os
 import platform
 import shutil
@@ -241,7 +242,18 @@ def write_csv(path, workloads, allocs, samples):
 
 
 # ---------------------------------------------------------------------------
-# Plots (gnuplot)
+# Plots (gnuplot), drawn from the files a run leaves (raw.csv, micro.csv, traces/) so that a
+# stored result can be drawn again: python3 bench/bench_report.py plots RESULTS_DIR.
+#
+# One figure per question: time, peak RSS and faults relative to the baseline (one bar per
+# allocator and workload, the error bar spanning the repetitions' minimum to maximum, our
+# bars labelled with their value); one figure per microbenchmark family (absolute ns per
+# item); the faults and RSS of the rallocx workloads per iteration.  An axis is logarithmic
+# when the values on it span more than 20x, so that 0.01x and 1x bars are both visible.
+
+# The series whose bars carry their value (the headline: this tree's library).
+LABELLED = ("ours",)
+LOG_SPAN = 20.0
 
 
 def gnuplot_terminal():
@@ -256,38 +268,7 @@ def gnuplot_terminal():
 
 
 def gp_quote(s):
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def plot_bars(pdir, term, name, title, ylabel, rows, cols, logscale=False):
-    """rows: [(label, [values per col])] -> clustered bar chart."""
-    dat = os.path.join(pdir, name + ".dat")
-    with open(dat, "w") as f:
-        f.write("label " + " ".join(c.replace(" ", "_") for c in cols) + "\n")
-        for label, vals in rows:
-            f.write(label.replace(" ", "_") + " " +
-                    " ".join("NaN" if v != v else "%g" % v for v in vals) + "\n")
-    width = min(1800, max(900, 30 * len(rows) * max(1, len(cols)) // 2))
-    height = 620 if len(rows) > 12 else 520
-    gp = os.path.join(pdir, name + ".gp")
-    with open(gp, "w") as f:
-        f.write("set terminal %s size %d,%d noenhanced\n" % (term, width, height))
-        f.write("set output %s\n" % gp_quote(os.path.join(pdir, name + ".png")))
-        f.write("set title %s\n" % gp_quote(title))
-        f.write("set ylabel %s\n" % gp_quote(ylabel))
-        f.write("set style data histograms\nset style histogram clustered gap 1\n")
-        f.write("set style fill solid 0.85 border -1\nset boxwidth 0.9\n")
-        f.write("set key outside right top\nset grid ytics\nset yrange [0:*]\n")
-        f.write("set xtics rotate by -35 scale 0\n")
-        if logscale:
-            # clipped to 1/100..100: a 1000x outlier would flatten the rest
-            f.write("set logscale y 10\nset yrange [0.01:100]\nset ytics format '%g'\n")
-        if len(rows) > 12:
-            f.write("set xtics font ',8'\n")
-        f.write("plot " + ", ".join("%s using %d:xtic(1) title columnheader(%d)"
-                                    % (gp_quote(dat), i + 2, i + 2) for i in range(len(cols)))
-                + "\n")
-    return run_gnuplot(gp)
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def run_gnuplot(gp):
@@ -298,73 +279,251 @@ def run_gnuplot(gp):
     return True
 
 
+def wants_log(values):
+    pos = [v for v in values if v == v and v > 0]
+    return bool(pos) and max(pos) / min(pos) > LOG_SPAN
+
+
+def label_text(v, unit):
+    if unit == "x":
+        return "%.2gx" % v if v < 10 else "%.0fx" % v
+    return fmt(v)
+
+
+def plot_bars(pdir, term, name, title, ylabel, groups, series, cells, unit="", note=""):
+    """groups: x labels; series: bar names; cells[g][s] = (value, low, high) or None.
+    Writes pdir/name.png: clustered bars with error bars, the LABELLED series' values
+    printed over their bars, a log axis when the values span more than LOG_SPAN."""
+    n = len(series)
+    gap = 1
+    dat = os.path.join(pdir, name + ".dat")
+    allv = []
+    with open(dat, "w") as f:
+        f.write("# group " + " ".join("%s lo hi" % s.replace(" ", "_") for s in series) + "\n")
+        for g, row in zip(groups, cells):
+            vals = []
+            for c in row:
+                if c is None or c[0] != c[0]:
+                    vals += ["NaN"] * 3
+                else:
+                    vals += ["%g" % x for x in c]
+                    allv += [x for x in c]
+            f.write(g.replace(" ", "_") + " " + " ".join(vals) + "\n")
+    log = wants_log(allv)
+    width = min(1600, max(1000, 28 * len(groups) * (n + gap)))
+    gp = os.path.join(pdir, name + ".gp")
+    with open(gp, "w") as f:
+        f.write("set terminal %s size %d,560 noenhanced font ',11'\n" % (term, width))
+        f.write("set output %s\n" % gp_quote(os.path.join(pdir, name + ".png")))
+        f.write("set title %s\n" % gp_quote(title + ("\n" + note if note else "")))
+        f.write("set ylabel %s\n" % gp_quote(ylabel + (" (log scale)" if log else "")))
+        f.write("set style data histograms\n")
+        f.write("set style histogram errorbars gap %d lw 1\n" % gap)
+        f.write("set style fill solid 0.85 border -1\nset boxwidth 0.9\n")
+        f.write("set key outside right top\nset grid ytics\n")
+        f.write("set xtics rotate by -30 scale 0\n")
+        if log:
+            pos = [v for v in allv if v > 0]
+            lo = 10 ** math.floor(math.log10(min(pos)))
+            hi = 10 ** math.ceil(math.log10(max(pos) * 1.5))
+            f.write("set logscale y 10\nset yrange [%g:%g]\nset format y '%s'\n"
+                    % (lo, hi, "%g" if lo < 1 else "%.0f"))
+        else:
+            f.write("set yrange [0:%g]\n" % (max(allv + [0]) * 1.18 or 1))
+        if unit == "x":
+            # the baseline: 1x
+            f.write("set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lw 1.5\n")
+        plots = ["%s using %d:%d:%d:xtic(1) title %s" % (gp_quote(dat), 2 + 3 * j, 3 + 3 * j,
+                                                         4 + 3 * j, gp_quote(s))
+                 for j, s in enumerate(series)]
+        for j, s in enumerate(series):
+            if s not in LABELLED:
+                continue
+            off = (j - (n - 1) / 2.0) / (n + gap)
+            # The label sits over the error bar's top; the text is the median.
+            lab = os.path.join(pdir, "%s.%s.lab" % (name, s))
+            with open(lab, "w") as lf:
+                for gi, row in enumerate(cells):
+                    c = row[j]
+                    if c is None or c[0] != c[0]:
+                        continue
+                    lf.write("%g %g %s\n" % (gi + off, max(c), gp_quote(label_text(c[0], unit))))
+            plots.append("%s using 1:2:3 with labels offset 0,0.8 font ',10' notitle"
+                         % gp_quote(lab))
+        f.write("plot " + ", \\\n     ".join(plots) + "\n")
+    return run_gnuplot(gp)
+
+
+def read_raw(path):
+    """raw.csv -> (workloads, allocators, {(w, a): [row dict]}) in file order."""
+    workloads, allocs, rows = [], [], {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["workload"] not in workloads:
+                workloads.append(r["workload"])
+            if r["allocator"] not in allocs:
+                allocs.append(r["allocator"])
+            rows.setdefault((r["workload"], r["allocator"]), []).append(r)
+    return workloads, allocs, rows
+
+
 def plot_traces(pdir, term, trace_dir, wname, allocs):
-    files = [(a.name, os.path.join(trace_dir, "%s__%s.txt" % (wname, a.name))) for a in allocs]
+    files = [(a, os.path.join(trace_dir, "%s__%s.txt" % (wname, a))) for a in allocs]
     files = [(n, p) for n, p in files if os.path.exists(p)]
     if not files:
         return []
     made = []
     for col, what, ylabel in ((2, "faults", "minor faults per iteration (mean per thread)"),
                               (5, "rss", "RSS after the iteration (MiB)")):
+        values = []
+        for _, p in files:
+            with open(p) as tf:
+                for line in tf:
+                    parts = line.split()
+                    if len(parts) >= col and not line.startswith("#"):
+                        try:
+                            values.append(float(parts[col - 1]))
+                        except ValueError:
+                            pass
+        log = col == 2 and wants_log([v for v in values if v > 0] + [0.1])
         gp = os.path.join(pdir, "%s_%s.gp" % (wname, what))
         png = os.path.join(pdir, "%s_%s.png" % (wname, what))
         with open(gp, "w") as f:
-            f.write("set terminal %s size 1000,520 noenhanced\n" % term)
+            f.write("set terminal %s size 1000,520 noenhanced font ',11'\n" % term)
             f.write("set output %s\n" % gp_quote(png))
-            f.write("set title %s\n" % gp_quote("%s: %s" % (wname, ylabel)))
-            f.write("set xlabel 'iteration'\nset ylabel %s\n" % gp_quote(ylabel))
+            f.write("set title %s\n" % gp_quote("%s: %s%s" % (
+                wname, ylabel, "\nlog scale; an iteration without faults is drawn at the 0 tic"
+                if log else "")))
+            f.write("set xlabel 'iteration'\nset ylabel %s\n"
+                    % gp_quote(("faults per iteration" if col == 2 else "RSS (MiB)")
+                               + (" (log scale)" if log else "")))
             f.write("set key outside right top\nset grid\n")
-            scale = "" if col == 2 else "/1048576.0"
-            f.write("plot " + ", ".join("%s using 1:($%d%s) with lines lw 2 title %s"
-                                        % (gp_quote(p), col, scale, gp_quote(n))
+            if col == 2:
+                y = "($2 > 0.1 ? $2 : 0.1)" if log else "2"
+                if log:
+                    hi = 10 ** math.ceil(math.log10(max(values + [1]) * 2))
+                    f.write("set logscale y 10\nset yrange [0.1:%g]\n" % hi)
+                    f.write("set format y '%g'\nset ytics add ('0' 0.1)\n")
+            else:
+                y = "($5/1048576.0)"
+                f.write("set yrange [0:*]\n")
+            f.write("plot " + ", ".join("%s using 1:%s with lines lw 2 title %s"
+                                        % (gp_quote(p), y, gp_quote(n))
                                         for n, p in files) + "\n")
         if run_gnuplot(gp):
             made.append(png)
     return made
 
 
-def make_plots(ctx, out, workloads, allocs, samples, micro_rows):
+def human_size(text):
+    try:
+        n = int(text)
+    except ValueError:
+        return text
+    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= div and n % div == 0:
+            return "%d%s" % (n // div, unit)
+    return "%dB" % n
+
+
+def micro_family(name):
+    """BM_malloc_free/65536 -> (malloc_free, 64KiB); .../real_time/threads:2 -> 64B,2thr"""
+    parts = name.replace("BM_", "", 1).split("/")
+    rest = [p for p in parts[1:] if p != "real_time"]
+    return parts[0], ",".join(p.replace("threads:", "") + "thr" if p.startswith("threads:")
+                              else human_size(p) for p in rest)
+
+
+def plots_from_files(out, pdir=None, trace_dir=None):
+    """Draws every plot of the results folder `out` into pdir (default out/plots)."""
     term = gnuplot_terminal()
     if not term:
         print("gnuplot not found (Debian: apt-get install gnuplot-nox): skipping plots")
         return []
-    pdir = os.path.join(out, "plots")
+    pdir = pdir or os.path.join(out, "plots")
     os.makedirs(pdir, exist_ok=True)
-    names = [a.name for a in allocs]
-    base = BASELINE if BASELINE in names else None
     made = []
-    cwl = [w for w in workloads if w.kind == "c"]
-    for attr, fname, label in (("wall", "time", "wall time"), ("maxrss_kib", "rss", "peak RSS"),
-                               ("minflt", "faults", "minor faults")):
-        rows = []
-        for w in cwl:
-            meds = [median([getattr(s, attr) for s in samples.get((w.name, n), []) if s.ok])
-                    for n in names]
-            if base:
-                b = meds[names.index(base)]
-                meds = [ratio(v, b) for v in meds]
-            rows.append((w.name, meds))
-        if rows:
-            title = "%s%s" % (label, " relative to %s (lower is better)" % base if base else "")
-            ylabel = "ratio vs %s" % base if base else label
-            stem = fname + ("_ratio" if base else "")
-            if plot_bars(pdir, term, stem, title, ylabel, rows, names):
-                made.append(os.path.join(pdir, stem + ".png"))
-    if micro_rows:
-        rows = []
-        for r in micro_rows:
-            vals = r[1:]
-            if base:
-                b = vals[names.index(base)]
-                vals = [ratio(v, b) for v in vals]
-            rows.append((r[0].replace("BM_", ""), vals))
-        if plot_bars(pdir, term, "micro_ratio" if base else "micro",
-                     "microbenchmarks: ns per item%s" % (" relative to %s" % base if base else ""),
-                     "ratio vs %s (log scale)" % base if base else "ns per item (log scale)",
-                     rows, names, logscale=True):
-            made.append(os.path.join(pdir, ("micro_ratio" if base else "micro") + ".png"))
-    if ctx.trace_dir:
-        for w in workloads:
-            if w.trace:
-                made += plot_traces(pdir, term, ctx.trace_dir, w.name, allocs)
+    raw = os.path.join(out, "raw.csv")
+    if os.path.exists(raw):
+        workloads, allocs, rows = read_raw(raw)
+        base = BASELINE if BASELINE in allocs else None
+        cwl = [w for w in workloads if w != "micro"]
+        for col, stem, what, better in (
+                ("wall_s", "time", "wall time", "lower is faster"),
+                ("maxrss_kib", "rss", "peak RSS", "lower uses less memory"),
+                ("minflt", "faults", "minor page faults", "lower maps fewer fresh pages")):
+            cells = []
+            for w in cwl:
+                vals = {a: [num(r[col]) for r in rows.get((w, a), []) if r["rc"] == "0"]
+                        for a in allocs}
+                b = median(vals[base]) if base else 1.0
+                row = []
+                for a in allocs:
+                    v = [x / b for x in vals[a]] if b == b and b > 0 else []
+                    row.append((median(v), min(v), max(v)) if v else None)
+                cells.append(row)
+            if not cells:
+                continue
+            reps = max(len(v) for v in rows.values())
+            name = stem + "_ratio" if base else stem
+            title = ("%s relative to %s, per workload (%s)" % (what, base, better) if base
+                     else "%s per workload" % what)
+            note = ("bar: median of %d runs; error bar: their minimum to maximum; "
+                    "dashed line: %s" % (reps, base) if reps > 1 else
+                    "one run each (no spread); dashed line: %s" % base)
+            if plot_bars(pdir, term, name, title, "ratio vs %s" % base if base else what,
+                         cwl, allocs, cells, unit="x" if base else "", note=note):
+                made.append(os.path.join(pdir, name + ".png"))
+    micro = os.path.join(out, "micro.csv")
+    if os.path.exists(micro):
+        with open(micro, newline="") as f:
+            rd = csv.reader(f)
+            header = next(rd)
+            names = [h.replace("_ns_per_item", "") for h in header[1:]]
+            fam = {}
+            for r in rd:
+                family, arg = micro_family(r[0])
+                fam.setdefault(family, []).append((arg, [num(v) for v in r[1:]]))
+        for family, entries in fam.items():
+            cells = [[(v, v, v) if v == v else None for v in vals] for _, vals in entries]
+            name = "micro_" + family
+            if plot_bars(pdir, term, name,
+                         "microbenchmark %s: ns per item, by block size (lower is faster)"
+                         % family, "ns per item", [e[0] for e in entries], names, cells,
+                         note="median of the repetitions (micro.csv keeps no spread)"):
+                made.append(os.path.join(pdir, name + ".png"))
+    trace_dir = trace_dir or os.path.join(out, "traces")
+    if os.path.isdir(trace_dir):
+        tw, ta = [], []
+        for fn in sorted(os.listdir(trace_dir)):
+            if fn.endswith(".txt") and "__" in fn:
+                w, a = fn[:-4].split("__", 1)
+                tw += [w] if w not in tw else []
+                ta += [a] if a not in ta else []
+        order = [a for a in ("ours", "ours-unbounded", "jemalloc", "tcmalloc", "mimalloc",
+                             "glibc") if a in ta] + [a for a in ta if a not in
+                                                     ("ours", "ours-unbounded", "jemalloc",
+                                                      "tcmalloc", "mimalloc", "glibc")]
+        for w in tw:
+            made += plot_traces(pdir, term, trace_dir, w, order)
     return made
+
+
+def make_plots(ctx, out, workloads, allocs, samples, micro_rows):
+    """compare.py's hook: raw.csv and micro.csv are written by then."""
+    return plots_from_files(out, trace_dir=ctx.trace_dir)
+
+
+def main(argv):
+    if len(argv) < 3 or argv[1] != "plots":
+        sys.exit("usage: bench_report.py plots RESULTS_DIR [PLOT_DIR]\n"
+                 "  draws the plots of a compare.py results folder (raw.csv, micro.csv,\n"
+                 "  traces/) into PLOT_DIR (default RESULTS_DIR/plots)")
+    made = plots_from_files(argv[2], argv[3] if len(argv) > 3 else None)
+    for m in made:
+        print(m)
+    return 0 if made else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -271,7 +271,8 @@ def main():
                 fmt_num(med([int(s["total_minflt"]) for s in ss]), "n")))
         w("")
 
-    # Targets of issue #9 (ours against stock and any upstream-* build).
+    # The targets: repeat-run faults at most half of stock's and below any upstream-* build's;
+    # time, peak and after-query RSS no higher than stock's.
     if OURS in libs and have_base:
         ups = [n for n in libs if n.startswith("upstream")]
         w("## Targets for `%s`" % OURS)

@@ -7,15 +7,90 @@
 
 #include "api/init.h"
 #include "arena/arenas.h"
+#include "arena/bin_info.h"
 #include "arena/large.h"
-#include "support/malloc_io.h"
 #include "ctl/opt.h"
+#include "support/malloc_io.h"
 
 namespace je::api {
 
 namespace {
 
 Arena* arena_of(const Edata* e) { return arena_get(e->arena_ind, false); }
+
+// ---- opt.safety_checks ----------------------------------------------------------------------
+// Every check runs on the slow paths only: with the option on, tsd_recompute_fast sends each
+// allocation and free of every thread there, so the fast paths carry no test of their own.
+
+JE_ALWAYS_INLINE bool safety_on() { return JE_UNLIKELY(g_arena_opt.safety_checks); }
+
+// Whether `ptr` already sits in bin `ind` of cache `tc` (freed, not yet handed out again).
+bool cached_in(const Tcache* tc, szind_t ind, const void* ptr) {
+  if (tc == nullptr || tc->cold == nullptr || ind >= g_tcache_geo.nhbins) return false;
+  const CacheBin& bin = tc->bin(ind);
+  for (void **p = bin.head, **end = bin.bottom(); p != end; ++p) {
+    if (*p == ptr) return true;
+  }
+  return false;
+}
+
+// A free (or the old block of a realloc) of `ptr`, whose map entry is `ent` (edata non-null),
+// into cache `tc`: abort on an interior pointer, a double free, or a sized deallocation whose
+// size (`size`, with `alignment`; `sized` false when the caller gave none) names another class.
+JE_NOINLINE_COLD void check_free(const char* func, const void* ptr, const EmapEntry& ent, Tsd& tsd,
+                                 const Tcache* tc, bool sized, size_t size, size_t alignment) {
+  const Edata* e = ent.edata;
+  if (ent.state != ExtentState::kActive || ent.szind >= sc::kNSizes) {
+    // The pages of a large block (or of a slab whose last region was freed) went back to the
+    // page allocator; the map shows them free (or merged into a free neighbour).
+    je_abort_msg("%s(): double free of %p (its pages are already free)", func, ptr);
+  }
+  const size_t usize = sz::index2size(ent.szind);
+  if (ent.slab) {
+    const uintptr_t off = addr_of(ptr) - e->base_addr();
+    const size_t reg = g_bin_geo[ent.szind].reg_size;
+    if (off % reg != 0 || off / reg >= g_bin_geo[ent.szind].nregs) {
+      je_abort_msg("%s(): invalid pointer %p (inside the %zu-byte small block at %p)", func, ptr,
+                   usize, ptr_of(e->base_addr() + off / reg * reg));
+    }
+  } else if (ptr != e->addr) {
+    je_abort_msg("%s(): invalid pointer %p (inside the %zu-byte large block at %p)", func, ptr,
+                 usize, e->addr);
+  }
+  if (cached_in(tc, ent.szind, ptr) ||
+      (tsd.state != TsdState::kUninitialized && cached_in(&tsd.tcache, ent.szind, ptr))) {
+    je_abort_msg("%s(): double free of %p (%s block of %zu bytes, still in the thread cache)", func,
+                 ptr, ent.slab ? "small" : "large", usize);
+  }
+  if (ent.slab && !arena_of(e)->small_region_in_use(e, ent.szind, ptr)) {
+    je_abort_msg("%s(): double free of %p (small block of %zu bytes, already free in its slab)",
+                 func, ptr, usize);
+  }
+  if (sized) {
+    // 5.3.0's words (its safety_check_fail_sized_dealloc) lead, so a grep for them matches.
+    const size_t expect = usize_for(size == 0 ? 1 : size, alignment);  // new(0) took 1 byte
+    if (expect == 0 || expect > sc::kLargeMaxClass || sz::size2index(expect) != ent.szind) {
+      je_abort_msg(
+          "size mismatch detected (true size %zu vs input size %zu) in a sized "
+          "deallocation of %p: the size given is not the block's size class",
+          usize, size, ptr);
+    }
+  }
+}
+
+// With junk on free, a small region handed out again must still hold the free junk everywhere:
+// a byte that differs was written after the region was freed.
+JE_NOINLINE_COLD void check_junk(const void* p, size_t usize) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (size_t i = 0; i < usize; i++) {
+    if (JE_UNLIKELY(b[i] != kJunkFreeByte)) {
+      je_abort_msg(
+          "write after free detected: %p (small block of %zu bytes), byte %zu is 0x%02x, "
+          "not the 0x%02x junk left by free",
+          p, usize, i, b[i], kJunkFreeByte);
+    }
+  }
+}
 
 // The cache for a request: automatic (the thread's, when usable), none, or explicit.
 Tcache* pick_tcache(Tsd& tsd, unsigned tcache_flag) {
@@ -25,6 +100,7 @@ Tcache* pick_tcache(Tsd& tsd, unsigned tcache_flag) {
 }
 
 void* alloc_small(Tsd& tsd, Tcache* tc, Arena* arena, szind_t ind, bool zero) {
+  const bool check_uaf = safety_on() && g_arena_opt.junk_free;
   if (tc != nullptr && ind < g_tcache_geo.nhbins) {
     CacheBin& bin = tc->bins[ind];
     void* p = bin.pop_fast();
@@ -33,19 +109,26 @@ void* alloc_small(Tsd& tsd, Tcache* tc, Arena* arena, szind_t ind, bool zero) {
       if (p == nullptr) return nullptr;
     }
     if constexpr (config::kStats) bin.nrequests++;
+    if (check_uaf) check_junk(p, sz::index2size(ind));
     if (zero) std::memset(p, 0, sz::index2size(ind));
     return p;
   }
   if (arena == nullptr) arena = tsd_arena(tsd);
   if (arena == nullptr) return nullptr;
-  return arena->malloc_small(ind, zero);
+  if (JE_LIKELY(!check_uaf)) return arena->malloc_small(ind, zero);
+  void* p = arena->malloc_small(ind, /*zero=*/false);
+  if (p != nullptr) {
+    check_junk(p, sz::index2size(ind));
+    if (zero) std::memset(p, 0, sz::index2size(ind));
+  }
+  return p;
 }
 
 void* alloc_large(Tsd& tsd, Tcache* tc, Arena* arena, size_t usize, size_t alignment, bool zero,
                   size_t huge_key) {
   szind_t ind = sz::size2index(usize);
   if (tc != nullptr && ind < g_tcache_geo.nhbins && alignment <= kCacheline) {
-    CacheBin& bin = tc->bins[ind];
+    CacheBin& bin = tc->bin(ind);
     void* p = bin.pop_fast();
     if (p == nullptr) p = bin.pop_slow();
     if (p != nullptr) {
@@ -76,7 +159,7 @@ void idalloc(Tcache* tc, void* ptr, const EmapEntry& ent) {
   szind_t ind = ent.szind;
   junk_on_free(ptr, sz::index2size(ind));
   if (tc != nullptr && ind < g_tcache_geo.nhbins) {
-    CacheBin& bin = tc->bins[ind];
+    CacheBin& bin = tc->bin(ind);
     if (bin.push_fast(ptr)) return;
     if (ent.slab) {
       tcache_dalloc_small_hard(tc, ind, ptr);
@@ -96,7 +179,15 @@ void idalloc(Tcache* tc, void* ptr, const EmapEntry& ent) {
 // A pointer this library did not hand out (or already freed beyond recognition). Ignored,
 // unless opt.abort asks to stop at misuse.
 JE_NOINLINE_COLD void invalid_pointer(const char* func, const void* ptr) {
+  // A free before the first allocation must see the options too.
+  if (!ensure_init()) return;
   if (g_opt.abort) je_abort_msg("%s(): invalid pointer %p", func, ptr);
+  if (safety_on()) {
+    je_abort_msg(
+        "%s(): invalid pointer %p (not a block of this allocator, or inside a large "
+        "block)",
+        func, ptr);
+  }
 }
 
 Arena* explicit_arena(unsigned arena_flag, bool* bad) {
@@ -139,17 +230,29 @@ void* malloc_slow(size_t size) {
 
 void* mallocx_slow(size_t size) { return allocate(Request::of(size, {})); }
 
-void deallocate(void* ptr, unsigned tcache_flag) {
+namespace {
+
+// free and the sized frees; `sized` says whether `size` (with `alignment`) came with the call.
+// Inlined into each caller, so free's slow path pays one flag test for the checks.
+JE_ALWAYS_INLINE void deallocate_checked(const char* func, void* ptr, unsigned tcache_flag,
+                                         bool sized, size_t size, size_t alignment) {
   EmapEntry ent = g_emap.lookup_entry(ptr);
   if (JE_UNLIKELY(ent.edata == nullptr)) {
-    invalid_pointer("free", ptr);
+    invalid_pointer(func, ptr);
     return;
   }
   Tsd& tsd = tsd_fetch();
   Tcache* tc = pick_tcache(tsd, tcache_flag);
+  if (safety_on()) check_free(func, ptr, ent, tsd, tc, sized, size, alignment);
   idalloc(tc, ptr, ent);
   tsd.deallocated += sz::index2size(ent.szind);
   tsd_dalloc_event(tsd);
+}
+
+}  // namespace
+
+void deallocate(void* ptr, unsigned tcache_flag) {
+  deallocate_checked("free", ptr, tcache_flag, false, 0, 0);
 }
 
 void free_slow(void* ptr) {
@@ -157,9 +260,14 @@ void free_slow(void* ptr) {
   deallocate(ptr, kTcacheAuto);
 }
 
-void deallocate_sized(void* ptr, unsigned tcache_flag) {
+void sized_free_slow(void* ptr, size_t size) {
   if (ptr == nullptr) return;
-  deallocate(ptr, tcache_flag);
+  deallocate_checked("sdallocx", ptr, kTcacheAuto, true, size, 0);
+}
+
+void deallocate_sized(void* ptr, size_t size, const Flags& f) {
+  if (ptr == nullptr) return;
+  deallocate_checked("sdallocx", ptr, f.tcache, true, size, f.alignment);
 }
 
 size_t usable_size(const void* ptr) {
@@ -193,6 +301,9 @@ void* reallocate(void* ptr, const Request& r) {
     return nullptr;
   }
   Tsd& tsd = tsd_fetch();
+  if (safety_on()) {
+    check_free("realloc", ptr, ent, tsd, pick_tcache(tsd, r.flags.tcache), false, 0, 0);
+  }
   size_t oldsize = sz::index2size(ent.szind);
   size_t newsize;
   if (arena_ralloc_no_move(ptr, ent, usize, 0, alignment, r.flags.zero, &newsize)) {

@@ -71,6 +71,9 @@ JE_NOINLINE_COLD void* malloc_slow(size_t size);
 /// mallocx(size, 0) semantics (errno untouched).
 JE_NOINLINE_COLD void* mallocx_slow(size_t size);
 JE_NOINLINE_COLD void free_slow(void* ptr);
+/// The slow path of the sized frees without flags: free_slow, plus (opt.safety_checks) the
+/// check that `size` names the block's size class.
+JE_NOINLINE_COLD void sized_free_slow(void* ptr, size_t size);
 
 /// One decoded request: what the caller asked for, the usable size it rounds to, and the
 /// *allocx flags (all zero for the standard entry points). Each entry point builds one and
@@ -93,10 +96,11 @@ void* allocate(const Request& r);
 /// General deallocation of a pointer we own (ptr non-null).
 void deallocate(void* ptr, unsigned tcache_flag);
 /// The slow path of the sized frees that carry flags or an alignment (sdallocx with flags, sized
-/// aligned operator delete; sized_free_fast falls back to free_slow): a null `ptr` is ignored,
-/// otherwise exactly deallocate(). The size the caller gave is not used -- the map lookup finds
-/// the class and the owner, as for free -- so it takes none.
-void deallocate_sized(void* ptr, unsigned tcache_flag);
+/// aligned operator delete; sized_free_fast falls back to sized_free_slow): a null `ptr` is
+/// ignored, otherwise exactly deallocate(). The map lookup finds the class and the owner, as
+/// for free; `size` (rounded with f.alignment) is only compared with that class, under
+/// opt.safety_checks.
+void deallocate_sized(void* ptr, size_t size, const Flags& f);
 /// realloc/rallocx: resize to `r.size` (r.usize from Request::of), in place when the rules
 /// allow (arena_ralloc_no_move), else allocate, copy, free. nullptr on failure (old block
 /// intact).
@@ -150,7 +154,7 @@ JE_ALWAYS_INLINE void free_fast(void* ptr) {
 }
 
 /// Sized free: on the fast path the class comes from the size, no map lookup (the caller
-/// vouches for it); the slow path is free's (the size is not used there).
+/// vouches for it); the slow path is free's, which checks the size under opt.safety_checks.
 JE_ALWAYS_INLINE void sized_free_fast(void* ptr, size_t size) {
   if (JE_LIKELY(size <= sc::kLookupMaxClass)) {
     Tsd& tsd = t_tsd;
@@ -163,7 +167,7 @@ JE_ALWAYS_INLINE void sized_free_fast(void* ptr, size_t size) {
       }
     }
   }
-  free_slow(ptr);
+  sized_free_slow(ptr, size);
 }
 
 }  // namespace je::api

@@ -88,6 +88,7 @@ constexpr CoreConfig core_config(const Options& o) {
   a.zero = o.zero;
   a.junk_alloc = o.junk_alloc;
   a.junk_free = o.junk_free;
+  a.safety_checks = o.safety_checks || config::kDebug;
   ThreadOptions& t = c.thread;
   t.tcache = o.tcache;
   t.tcache_max = o.tcache_max;

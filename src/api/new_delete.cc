@@ -123,9 +123,9 @@ JE_EXPORT void operator delete(void* p, std::align_val_t, const std::nothrow_t&)
 JE_EXPORT void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
   if (p != nullptr) deallocate(p, kTcacheAuto);
 }
-JE_EXPORT void operator delete(void* p, size_t, std::align_val_t) noexcept {
-  deallocate_sized(p, kTcacheAuto);
+JE_EXPORT void operator delete(void* p, size_t size, std::align_val_t al) noexcept {
+  deallocate_sized(p, size, Flags::aligned(static_cast<size_t>(al)));
 }
-JE_EXPORT void operator delete[](void* p, size_t, std::align_val_t) noexcept {
-  deallocate_sized(p, kTcacheAuto);
+JE_EXPORT void operator delete[](void* p, size_t size, std::align_val_t al) noexcept {
+  deallocate_sized(p, size, Flags::aligned(static_cast<size_t>(al)));
 }

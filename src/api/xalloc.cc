@@ -41,7 +41,7 @@ JE_EXPORT void sdallocx(void* ptr, size_t size, int flags) {
     sized_free_fast(ptr, size);
     return;
   }
-  deallocate_sized(ptr, Flags::decode(flags).tcache);
+  deallocate_sized(ptr, size, Flags::decode(flags));
 }
 
 JE_EXPORT size_t nallocx(size_t size, int flags) {

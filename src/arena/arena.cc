@@ -7,10 +7,12 @@
 #include "arena/arena_options.h"
 #include "arena/arenas.h"
 #include "arena/background_thread.h"
+#include "arena/large.h"
 #include "extent/emap.h"
 #include "meta/sz.h"
 #include "support/nstime.h"
 #include "support/prng.h"
+#include "support/safety_check.h"
 
 namespace je {
 
@@ -65,6 +67,7 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
   o.best_fit = g_arena_opt.extent_best_fit;
   o.purge_on_grow = g_arena_opt.purge_on_grow;
   o.decay_hold_peak = g_arena_opt.decay_hold_peak;
+  o.shares_hold_budget = !manual;
   // Arena 0 is made before 5.3.0 applies opt.oversize_threshold, so it keeps the built-in
   // 8 MiB whatever the option says (arena.0.oversize_threshold reads 8388608 there too).
   o.oversize_threshold = ind == 0 ? kArena0OversizeThreshold : arenas_oversize_threshold();
@@ -90,6 +93,11 @@ Edata* Arena::slab_alloc(szind_t binind, unsigned shard) {
   }
   slab::init(slab, binind);
   slab->binshard = static_cast<uint8_t>(shard);
+  // opt.safety_checks with junk on free: every free region of a slab holds the free junk, so
+  // the allocation path can tell a region written after its free from an untouched one.
+  if (JE_UNLIKELY(g_arena_opt.safety_checks && g_arena_opt.junk_free)) {
+    std::memset(slab->addr, kJunkFreeByte, g_bin_geo[binind].slab_size);
+  }
   return slab;
 }
 
@@ -170,6 +178,7 @@ void Arena::dalloc_small(Edata* slab, szind_t binind, void* ptr) {
   bool empty;
   {
     MutexGuard g(bin.mtx);
+    debug_assert(bin.stats.curregs > 0, "arena: a bin with regions in use frees one");
     empty = bin.dalloc_locked(slab, binind, ptr, manual_);
     bin.stats.ndalloc++;
     bin.stats.curregs--;
@@ -179,6 +188,12 @@ void Arena::dalloc_small(Edata* slab, szind_t binind, void* ptr) {
     dirty_added();
   }
   decay_tick();
+}
+
+bool Arena::small_region_in_use(const Edata* slab, szind_t binind, const void* ptr) {
+  Bin& bin = this->bin(binind, slab->binshard);
+  MutexGuard g(bin.mtx);
+  return slab::reg_in_use(slab, slab::regind(slab, binind, ptr));
 }
 
 void Arena::dalloc_small_batch(szind_t binind, void* const* ptrs, Edata* const* slabs, unsigned n,
@@ -368,11 +383,19 @@ void Arena::decay(bool is_background_thread, bool all) {
                                : deferred           ? Pac::Eagerness::kNever
                                                     : Pac::Eagerness::kOnEpochAdvance;
     bool advanced;
-    pac_.try_decay(which, nstime_now_ns(), eagerness, &advanced);
+    const uint64_t now = nstime_now_ns();
+    const size_t cap = which == ExtentState::kDirty ? arenas_hold_cap(this, now) : SIZE_MAX;
+    pac_.try_decay(which, now, eagerness, &advanced, cap);
     if (deferred && advanced && which == ExtentState::kDirty) {
       background_thread_epoch_advanced(this);
     }
   }
+}
+
+uint64_t Arena::decay_ns_until_purge(ExtentState which, uint64_t now_ns,
+                                     uint64_t npages_threshold) {
+  const size_t cap = which == ExtentState::kDirty ? arenas_hold_cap(this, now_ns) : SIZE_MAX;
+  return pac_.decay_ns_until_purge(which, now_ns, npages_threshold, cap);
 }
 
 void Arena::decay_tick() {

@@ -100,6 +100,9 @@ class Arena {
   unsigned fill_small(szind_t binind, void** out, unsigned n, uint64_t nrequests);
   /// Free one region of `slab` (which belongs to this arena).
   void dalloc_small(Edata* slab, szind_t binind, void* ptr);
+  /// opt.safety_checks: whether the region at `ptr` (a region start of `slab`) is allocated
+  /// as its slab's bitmap says, read under the bin lock.
+  bool small_region_in_use(const Edata* slab, szind_t binind, const void* ptr);
   /// Free n regions of class `binind`, all from slabs of this arena and of one shard
   /// (thread-cache flush); the bin lock is taken once. With `merge_stats` (this is the flushing
   /// cache's own arena) it also counts the flush and the cache's `nrequests`, under that lock.
@@ -172,10 +175,10 @@ class Arena {
   bool set_decay_ms(ExtentState which, int64_t ms, uint64_t now_ns) {
     return pac_.decay_ms_set(which, ms, now_ns);
   }
-  /// For background threads: see Pac::decay_ns_until_purge.
-  uint64_t decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t npages_threshold) {
-    return pac_.decay_ns_until_purge(which, now_ns, npages_threshold);
-  }
+  /// For background threads: see Pac::decay_ns_until_purge (the hold capped as in decay()).
+  uint64_t decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t npages_threshold);
+  /// opt.decay_hold_peak: dirty pages this arena's hold would keep now (Pac::hold_estimate).
+  size_t hold_estimate() const { return pac_.hold_estimate(); }
   size_t oversize_threshold() const { return pac_.oversize_threshold(); }
   void set_oversize_threshold(size_t v) { pac_.set_oversize_threshold(v); }
   extent_hooks_t* extent_hooks() const { return pac_.hooks(); }

@@ -26,6 +26,7 @@
 #include <cstdint>
 
 #include "meta/base.h"
+#include "support/config.h"
 
 namespace je {
 
@@ -79,6 +80,11 @@ struct ArenaOptions {
   bool zero = false;
   bool junk_alloc = false;
   bool junk_free = false;
+  // ---- Misuse checks (src/api/alloc_path, bin.h) ----
+  /// Ours, opt.safety_checks (always on in debug builds): detect double, size-mismatched,
+  /// invalid and interior frees and, with junk_free, writes to freed small blocks; report with
+  /// one line and abort. Like junk, sends every call of every thread to the slow path.
+  bool safety_checks = config::kDebug;
   // ---- Background threads (background_thread.cc) ----
   /// opt.max_background_threads; above kMaxBackgroundThreadsLimit = not set (boot stores 4).
   size_t max_background_threads = kMaxBackgroundThreadsLimit + 1;

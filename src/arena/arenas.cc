@@ -1,6 +1,7 @@
 // arenas.cc: the arena registry (see arenas.h).
 #include "arena/arenas.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "arena/arena.h"
@@ -196,6 +197,31 @@ void arenas_decay_sweep(const Arena* self) {
     if (a == nullptr || a == self || (a->ndirty() == 0 && a->nmuzzy() == 0)) continue;
     a->decay(/*is_background_thread=*/false, /*all=*/false);
   }
+}
+
+size_t arenas_hold_cap(const Arena* self, uint64_t now_ns) {
+  if (!g_arena_opt.decay_hold_peak || self->manual()) return SIZE_MAX;
+  const int64_t ms = g_dirty_default.load(std::memory_order_relaxed);
+  if (ms <= 0) return SIZE_MAX;
+  size_t held = 0;
+  size_t holders = 0;
+  const unsigned last = g_huge_enabled ? g_huge_ind : g_narenas_auto - 1;
+  for (unsigned i = 0; i <= last; i++) {
+    const Arena* a = g_arenas[i].load(std::memory_order_acquire);
+    if (a == nullptr) continue;
+    const size_t h = a->hold_estimate();
+    held += h;
+    holders += h != 0;
+  }
+  const size_t peak = hold_budget::peak_pages(now_ns, ms);
+  const size_t active = hold_budget::active_pages();
+  // The published sums are short of the truth by less than a granule per arena: that much
+  // slack keeps a lone holder's hold exact.
+  const size_t dip = (peak > active ? peak - active : 0) + holders * hold_budget::kGranulePages;
+  if (held <= dip) return SIZE_MAX;
+  // Page counts fit in 52 bits; the product needs more than 64.
+  using Wide = unsigned __int128;
+  return static_cast<size_t>(Wide{self->hold_estimate()} * dip / held);
 }
 
 Arena* arena_percpu() {

@@ -73,6 +73,15 @@ void arena_decay_after_cache_teardown(Arena* cache_arena);
 /// No-op with background threads on (they purge on schedule) or with the option off. Manual
 /// arenas are left to their users (they may be destroyed concurrently).
 void arenas_decay_sweep(const Arena* self);
+/// opt.decay_hold_peak (ours): the most dirty pages `self`'s hold may keep in a decay step at
+/// now_ns. Each arena holds what its own active memory fell below its own recent peak; arenas
+/// whose peaks fall at different times (a pipeline's producer and consumer arenas) would
+/// together hold more than the process ever had active at once. So the automatic arenas (and
+/// the huge arena) share a budget: the process-wide dip, the highest sum of their active pages
+/// seen by decay steps over the same half-to-whole window minus that sum now. When their holds
+/// add up to more, each gets its proportional share; otherwise, or for a manual arena, or with
+/// the option off, SIZE_MAX (no cap). Lock-free; O(automatic arenas).
+size_t arenas_hold_cap(const Arena* self, uint64_t now_ns);
 inline constexpr uint64_t kIdleSweepIntervalNs = 1000ull * 1000 * 1000;
 /// percpu_arena: the automatic arena of the CPU the thread runs on (percpu: one per CPU;
 /// phycpu: hyperthread pairs share one), created on demand; nullptr when percpu is off.

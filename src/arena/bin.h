@@ -15,9 +15,12 @@
 
 #include <cstdint>
 
+#include "arena/arena_options.h"
 #include "arena/slab.h"
 #include "extent/edata.h"
+#include "support/malloc_io.h"
 #include "support/mutex.h"
+#include "support/safety_check.h"
 
 namespace je {
 
@@ -85,7 +88,16 @@ struct Bin {
   /// Return a region; true if the slab became empty and was detached from the bin (the caller
   /// hands it back to the page allocator after unlocking).
   bool dalloc_locked(Edata* slab, szind_t binind, const void* ptr, bool track_full) {
-    slab::reg_free(slab, slab::regind(slab, binind, ptr));
+    const size_t ind = slab::regind(slab, binind, ptr);
+    if (JE_UNLIKELY(g_arena_opt.safety_checks) && !slab::reg_in_use(slab, ind)) {
+      // A region already free in its slab: freed twice, the second time from a thread cache
+      // that could not see the first (another thread's, or the flush of an explicit one).
+      je_abort_msg("double free of %p (small block of %u bytes, already free in its slab)", ptr,
+                   g_bin_geo[binind].reg_size);
+    }
+    debug_assert(slab::reg_in_use(slab, ind), "bin: freed region is allocated in its slab");
+    debug_assert(slab->state == ExtentState::kActive, "bin: slab extent is active");
+    slab::reg_free(slab, ind);
     unsigned nregs = g_bin_geo[binind].nregs;
     if (slab->nfree == nregs) {
       detach(slab, nregs, track_full);

@@ -15,6 +15,7 @@
 
 #include "arena/bin_info.h"
 #include "extent/edata.h"
+#include "support/safety_check.h"
 
 namespace je::slab {
 
@@ -33,6 +34,7 @@ inline void init(Edata* slab, szind_t binind) {
 /// Take the lowest free region (slab must have one; as in the batch version, the lowest clear
 /// bit is then always a real region).
 inline void* reg_alloc(Edata* slab, szind_t binind) {
+  debug_assert(slab->nfree > 0, "slab: allocating from a slab with a free region");
   for (unsigned w = 0;; w++) {
     uint64_t word = slab->slab_bitmap[w];
     if (word != ~uint64_t{0}) {
@@ -72,6 +74,7 @@ inline bool reg_in_use(const Edata* slab, size_t ind) {
 inline void reg_free(Edata* slab, size_t ind) {
   slab->slab_bitmap[ind / 64] &= ~(uint64_t{1} << (ind % 64));
   slab->nfree++;
+  debug_assert(slab->nfree <= kSlabMaxRegs, "slab: nfree within the bitmap");
 }
 
 }  // namespace je::slab

@@ -563,6 +563,8 @@ void conf_adopt_boot_values() {
   g_opt.narenas = g_arena_opt.narenas;
   g_opt.oversize_threshold = g_arena_opt.oversize_threshold;
   g_opt.max_background_threads = g_arena_opt.max_background_threads;
+  // On in every --enable-debug build, whatever MALLOC_CONF says: opt.safety_checks shows it.
+  g_opt.safety_checks = g_arena_opt.safety_checks;
 }
 
 }  // namespace je

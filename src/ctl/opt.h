@@ -30,8 +30,8 @@
 // background_thread.c, extent.c, ...; the `opt.*` mallctl nodes of ctl.c. Deliberate
 // differences (documented in doc/options.md): built like `--disable-prof` (every prof* key is an
 // "Invalid conf pair" and `opt.prof*` is absent), and our own keys `bounded_coalesce`,
-// `idle_arena_decay`, `reuse_before_grow`, `extent_best_fit`, `purge_on_grow`, `borrow_dirty`
-// and `decay_hold_peak`.
+// `idle_arena_decay`, `reuse_before_grow`, `extent_best_fit`, `purge_on_grow`, `borrow_dirty`,
+// `decay_hold_peak` and `safety_checks`.
 #pragma once
 
 #include <sys/types.h>
@@ -465,6 +465,9 @@ struct OptStorage<OptKind::kNotBuilt> {
   X(decay_hold_peak, Bool, true, (opt_any()), kOptBoth, "ours: supported",                         \
     "Dirty decay keeps as many pages as active memory fell below its peak of the last "            \
     "dirty_decay_ms, for a return to that peak; false purges by age alone, as jemalloc 5.3.0.")    \
+  X(safety_checks, Bool, false, (opt_any()), kOptBoth, "ours: supported",                          \
+    "Detect application misuse (double, sized-size-mismatched, invalid or interior frees; with "   \
+    "junk, writes after free) and abort with a message; always on with --enable-debug.")          \
   X(utrace, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT",      \
     "utrace(2) tracing of allocation calls.")                                                      \
   X(xmalloc, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT",     \

@@ -1,6 +1,8 @@
 // eset.cc: free-extent set (see eset.h).
 #include "extent/eset.h"
 
+#include "support/safety_check.h"
+
 namespace je {
 
 namespace {
@@ -10,6 +12,7 @@ void add(std::atomic<size_t>& c, size_t v) {
   c.store(c.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
 }
 void sub(std::atomic<size_t>& c, size_t v) {
+  debug_assert(c.load(std::memory_order_relaxed) >= v, "eset: counter does not go below 0");
   c.store(c.load(std::memory_order_relaxed) - v, std::memory_order_relaxed);
 }
 }  // namespace
@@ -63,6 +66,7 @@ void Eset::insert(Edata* e) {
 void Eset::remove(Edata* e) {
   pszind_t i = bin_of(e->size);
   Bin& bin = bins_[i];
+  debug_assert(!bin.heap.empty(), "eset: removed extent's size bin is not empty");
   bool was_min = bin.heap.first() == e;
   bin.heap.remove(e);
   if (bin.heap.empty()) {

@@ -11,6 +11,7 @@
 #include "extent/emap.h"
 #include "extent/pac.h"
 #include "support/compiler.h"
+#include "support/safety_check.h"
 
 namespace je::extent {
 
@@ -19,11 +20,16 @@ namespace {
 constexpr size_t kPage = config::kPage;
 
 void deactivate_locked(Ecache& ec, Edata* e) {
+  if constexpr (config::kDebug) ec.mtx.assert_owner();
+  debug_assert(e->state != ec.state, "extent: deactivated extent is not already in the ecache");
+  debug_assert(e->size != 0 && e->size % kPage == 0, "extent: size is a non-zero page multiple");
   g_emap.update_state(e, ec.state);
   ec.eset.insert(e);
 }
 
 void activate_locked(Ecache& ec, Edata* e) {
+  if constexpr (config::kDebug) ec.mtx.assert_owner();
+  debug_assert(e->state == ec.state, "extent: activated extent has its ecache's state");
   ec.eset.remove(e);
   g_emap.update_state(e, ExtentState::kActive);
 }

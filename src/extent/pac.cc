@@ -22,6 +22,7 @@ bool Pac::init(const PacOptions& o) {
   reuse_before_grow_ = o.reuse_before_grow;
   purge_on_grow_ = o.purge_on_grow;
   decay_hold_peak_ = o.decay_hold_peak;
+  shares_hold_budget_ = o.decay_hold_peak && o.shares_hold_budget;
   peak_epoch_ns_ = o.now_ns;
   core_.bounded_coalesce_.store(o.bounded_coalesce, std::memory_order_relaxed);
   core_.oversize_threshold_.store(o.oversize_threshold, std::memory_order_relaxed);
@@ -151,6 +152,51 @@ void Pac::purge_for_growth(size_t npages) {
   p.mtx.unlock();
 }
 
+namespace hold_budget {
+namespace {
+constinit std::atomic<size_t> g_active{0};
+constinit std::atomic<size_t> g_peak_cur{0};
+constinit std::atomic<size_t> g_peak_prev{0};
+constinit std::atomic<uint64_t> g_epoch_ns{0};
+
+void raise_peak(size_t now) {
+  size_t peak = g_peak_cur.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak_cur.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+}  // namespace
+
+// Each Pac's successive counts are one linear sequence (fetch_add/fetch_sub), so the granule
+// crossings its threads publish telescope to floor(count / granule) exactly.
+void publish(size_t before, size_t after) {
+  const size_t b = before >> kLgGranulePages;
+  const size_t a = after >> kLgGranulePages;
+  if (a > b) {
+    const size_t add = (a - b) << kLgGranulePages;
+    raise_peak(g_active.fetch_add(add, std::memory_order_relaxed) + add);
+  } else if (a < b) {
+    g_active.fetch_sub((b - a) << kLgGranulePages, std::memory_order_relaxed);
+  }
+}
+
+size_t active_pages() { return g_active.load(std::memory_order_relaxed); }
+
+size_t peak_pages(uint64_t now_ns, int64_t ms) {
+  const uint64_t half = static_cast<uint64_t>(ms) * 500'000;
+  uint64_t epoch = g_epoch_ns.load(std::memory_order_relaxed);
+  const uint64_t elapsed = now_ns > epoch ? now_ns - epoch : 0;
+  // Whoever moves the epoch rotates; the others read the peaks as they stand.
+  if (elapsed >= half &&
+      g_epoch_ns.compare_exchange_strong(epoch, now_ns, std::memory_order_relaxed)) {
+    const size_t active = active_pages();
+    const size_t cur = g_peak_cur.exchange(active, std::memory_order_relaxed);
+    g_peak_prev.store(elapsed >= 2 * half ? active : cur, std::memory_order_relaxed);
+  }
+  return std::max(g_peak_cur.load(std::memory_order_relaxed),
+                  g_peak_prev.load(std::memory_order_relaxed));
+}
+}  // namespace hold_budget
+
 // Ours (opt.decay_hold_peak). A server that runs the same work again and again (a query, a
 // request batch) frees most of its memory at the end of each round and takes it back at the
 // start of the next. Decay cannot tell such a dip from memory that will never be used again:
@@ -163,9 +209,15 @@ void Pac::purge_for_growth(size_t npages) {
 void Pac::note_active_grown(size_t npages) {
   size_t now = nactive_.fetch_add(npages, std::memory_order_relaxed) + npages;
   if (!decay_hold_peak_) return;
+  if (shares_hold_budget_) hold_budget::publish(now - npages, now);
   size_t peak = peak_cur_.load(std::memory_order_relaxed);
   while (now > peak && !peak_cur_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
+}
+
+void Pac::note_active_shrunk(size_t npages) {
+  const size_t before = nactive_.fetch_sub(npages, std::memory_order_relaxed);
+  if (shares_hold_budget_) hold_budget::publish(before, before - npages);
 }
 
 size_t Pac::hold_pages_locked(uint64_t now_ns, int64_t ms) {
@@ -178,7 +230,7 @@ size_t Pac::hold_pages_locked(uint64_t now_ns, int64_t ms) {
     const size_t active = nactive();
     const bool stale = elapsed >= 2 * half;
     const size_t cur = peak_cur_.exchange(active, std::memory_order_relaxed);
-    peak_prev_ = stale ? active : cur;
+    peak_prev_.store(stale ? active : cur, std::memory_order_relaxed);
     peak_epoch_ns_ = now_ns;
   }
   return held_pages_locked();
@@ -186,8 +238,14 @@ size_t Pac::hold_pages_locked(uint64_t now_ns, int64_t ms) {
 
 size_t Pac::held_pages_locked() const {
   const size_t active = nactive();
-  const size_t peak = std::max(peak_prev_, peak_cur_.load(std::memory_order_relaxed));
+  const size_t peak = std::max(peak_prev_.load(std::memory_order_relaxed),
+                               peak_cur_.load(std::memory_order_relaxed));
   return peak > active ? peak - active : 0;
+}
+
+size_t Pac::hold_estimate() const {
+  if (!decay_hold_peak_ || decay_dirty_.decay.ms() <= 0) return 0;
+  return held_pages_locked();  // only atomics: fine without the mutex
 }
 
 uint64_t Pac::hold_ns_until_rotation_locked(uint64_t now_ns, int64_t ms) const {
@@ -215,7 +273,7 @@ bool Pac::shrink(Edata* e, size_t old_size, size_t new_size) {
   if (core_.ehooks.split_will_fail()) return false;
   Edata* trail = extent::split_wrapper(core_, e, new_size, old_size - new_size);
   if (trail == nullptr) return false;
-  nactive_.fetch_sub((old_size - new_size) >> kLgPage, std::memory_order_relaxed);
+  note_active_shrunk((old_size - new_size) >> kLgPage);
   extent::ecache_dalloc(core_, core_.ecache_dirty, trail);
   return true;
 }
@@ -225,7 +283,7 @@ void Pac::dalloc(Edata* e) {
     g_emap.deregister_interior(e);
   }
   g_emap.remap(e, sc::kNSizes, /*slab=*/false);
-  nactive_.fetch_sub(e->npages(), std::memory_order_relaxed);
+  note_active_shrunk(e->npages());
   extent::ecache_dalloc(core_, core_.ecache_dirty, e);
 }
 
@@ -241,7 +299,7 @@ bool Pac::decay_ms_set(ExtentState which, int64_t ms, uint64_t now_ns) {
   update_may_force_decay();
   if (which == ExtentState::kDirty) peak_epoch_ns_ = now_ns;  // the hold restarts with it
   bool advanced;
-  maybe_decay_purge_locked(which, now_ns, Eagerness::kOnEpochAdvance, &advanced);
+  maybe_decay_purge_locked(which, now_ns, Eagerness::kOnEpochAdvance, SIZE_MAX, &advanced);
   return true;
 }
 
@@ -251,16 +309,18 @@ void Pac::decay_all(ExtentState which, bool fully) {
   decay_to_limit(which, fully, 0, ecache_of(which).npages());
 }
 
-bool Pac::try_decay(ExtentState which, uint64_t now_ns, Eagerness eagerness, bool* epoch_advanced) {
+bool Pac::try_decay(ExtentState which, uint64_t now_ns, Eagerness eagerness, bool* epoch_advanced,
+                    size_t hold_cap) {
   *epoch_advanced = false;
   DecayPipeline& p = pipeline(which);
   if (!p.mtx.try_lock()) return false;  // someone else is on it; no need to wait
-  maybe_decay_purge_locked(which, now_ns, eagerness, epoch_advanced);
+  maybe_decay_purge_locked(which, now_ns, eagerness, hold_cap, epoch_advanced);
   p.mtx.unlock();
   return true;
 }
 
-uint64_t Pac::decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t npages_threshold) {
+uint64_t Pac::decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t npages_threshold,
+                                   size_t hold_cap) {
   DecayPipeline& p = pipeline(which);
   if (p.decay.ms() <= 0) return UINT64_MAX;
   if (!p.mtx.try_lock()) return 0;
@@ -272,7 +332,7 @@ uint64_t Pac::decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t 
   // rotation, or the caller would wake every epoch to find nothing to do.
   uint64_t not_before = 0;
   if (which == ExtentState::kDirty && decay_hold_peak_) {
-    const size_t hold = held_pages_locked();
+    const size_t hold = std::min(held_pages_locked(), hold_cap);
     const size_t floor = std::max(p.decay.npages_limit(), hold);
     const size_t want = npages_threshold < 1 ? 1 : npages_threshold;
     if (hold != 0 && (current <= floor || current - floor < want)) {
@@ -288,7 +348,7 @@ uint64_t Pac::decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t 
 }
 
 void Pac::maybe_decay_purge_locked(ExtentState which, uint64_t now_ns, Eagerness eagerness,
-                                   bool* epoch_advanced) {
+                                   size_t hold_cap, bool* epoch_advanced) {
   DecayPipeline& p = pipeline(which);
   Ecache& ec = ecache_of(which);
   *epoch_advanced = false;
@@ -299,7 +359,8 @@ void Pac::maybe_decay_purge_locked(ExtentState which, uint64_t now_ns, Eagerness
   }
   size_t current = ec.npages();
   *epoch_advanced = p.decay.maybe_advance_epoch(now_ns, current);
-  const size_t hold = which == ExtentState::kDirty ? hold_pages_locked(now_ns, ms) : 0;
+  const size_t hold =
+      which == ExtentState::kDirty ? std::min(hold_pages_locked(now_ns, ms), hold_cap) : 0;
   if (eagerness == Eagerness::kAlways ||
       (*epoch_advanced && eagerness == Eagerness::kOnEpochAdvance)) {
     size_t limit = std::max(p.decay.npages_limit(), hold);

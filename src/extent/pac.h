@@ -50,11 +50,30 @@ struct PacOptions {
   bool best_fit = true;             // opt.extent_best_fit (ours): smallest class first
   bool purge_on_grow = false;       // opt.purge_on_grow (ours): growth purges idle dirty pages
   bool decay_hold_peak = true;      // opt.decay_hold_peak (ours): dirty decay spares the dip
+  bool shares_hold_budget = false;  // counted in the process-wide hold budget (HoldBudget)
   size_t oversize_threshold = size_t{8} << 20;  // opt.oversize_threshold
   int64_t dirty_decay_ms = 10000;               // opt.dirty_decay_ms
   int64_t muzzy_decay_ms = 0;                   // opt.muzzy_decay_ms
   uint64_t now_ns = 0;                          // decay epoch origin
 };
+
+/// opt.decay_hold_peak's process-wide view (arenas_hold_cap in the arena layer divides it): the
+/// active pages of the Pacs that share the budget (PacOptions::shares_hold_budget), summed in
+/// granules of kGranulePages as each Pac's count crosses a granule boundary (so the sum is
+/// within one granule per Pac of the truth, and the hot path pays an atomic only every
+/// granule), and the highest sum over the current and the previous half window.
+/// Lock-free; state is process-wide.
+namespace hold_budget {
+inline constexpr unsigned kLgGranulePages = 6;  // 64 pages (256 KiB with 4 KiB pages)
+inline constexpr size_t kGranulePages = size_t{1} << kLgGranulePages;
+/// A budget-sharing Pac's active count went from `before` to `after` pages.
+void publish(size_t before, size_t after);
+/// Published active pages now.
+size_t active_pages();
+/// The highest published sum over the current and previous half window of `ms` milliseconds
+/// (ms > 0); rotates the halves when due.
+size_t peak_pages(uint64_t now_ns, int64_t ms);
+}  // namespace hold_budget
 
 /// Growth series of retained address space (jemalloc exp_grow): page-size classes starting at
 /// 2 MiB, one class further per growth, capped by `limit` (arena.<i>.retain_grow_limit).
@@ -130,12 +149,20 @@ class Pac {
   void decay_all(ExtentState which, bool fully);
   /// Advance decay and purge down to its limit. Returns false when another thread holds the
   /// decay lock (nothing done); *epoch_advanced reports an epoch change.
-  bool try_decay(ExtentState which, uint64_t now_ns, Eagerness eagerness, bool* epoch_advanced);
+  /// `hold_cap` bounds opt.decay_hold_peak's hold for this call (the arena layer's share of the
+  /// process-wide dip, arenas_hold_cap); SIZE_MAX leaves the hold as this Pac sees it.
+  bool try_decay(ExtentState which, uint64_t now_ns, Eagerness eagerness, bool* epoch_advanced,
+                 size_t hold_cap = SIZE_MAX);
   /// For background threads: nanoseconds from now_ns until at least npages_threshold pages of
   /// `which` (all of them, if fewer) are purgeable, assuming nothing changes meanwhile. 0 when
   /// due now, or when the decay lock is busy (ask again soon); UINT64_MAX when decay will never
   /// purge here on a schedule (no pages; decay_ms -1, or 0, which purges inline).
-  uint64_t decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t npages_threshold);
+  uint64_t decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t npages_threshold,
+                                size_t hold_cap = SIZE_MAX);
+  /// opt.decay_hold_peak: the dirty pages the hold would keep now (peak - active), read without
+  /// a lock (an estimate: the peaks may rotate meanwhile); 0 when the hold is off or dirty decay
+  /// is not timed (decay_ms 0 or -1).
+  size_t hold_estimate() const;
 
   /// Destroy everything retained (arena destroy); the address space goes back to the OS.
   void destroy_retained();
@@ -199,7 +226,7 @@ class Pac {
   void update_may_force_decay();
   bool may_have_muzzy() const { return decay_ms_get(ExtentState::kMuzzy) != 0; }
   void maybe_decay_purge_locked(ExtentState which, uint64_t now_ns, Eagerness eagerness,
-                                bool* epoch_advanced);
+                                size_t hold_cap, bool* epoch_advanced);
   void decay_to_limit(ExtentState which, bool fully, size_t npages_limit, size_t npages_max);
   size_t decay_stashed(ExtentState which, bool fully, EdataList* stash);
   void count_alloc(PacSource src, size_t size);
@@ -222,6 +249,8 @@ class Pac {
   void purge_for_growth(size_t npages);
   /// opt.decay_hold_peak: active pages grew by `npages`; raise the current peak.
   void note_active_grown(size_t npages);
+  /// Active pages fell by `npages` (dalloc, shrink).
+  void note_active_shrunk(size_t npages);
   /// opt.decay_hold_peak, dirty decay mutex held, decay_ms > 0: the dirty pages decay must not
   /// purge now -- how far active pages are below their peak over the last half to whole
   /// window of decay_ms. Rotates the two half-window peaks when a half window has passed.
@@ -241,10 +270,12 @@ class Pac {
   bool reuse_before_grow_ = true;
   bool purge_on_grow_ = false;
   // opt.decay_hold_peak. peak_cur_ is raised by allocating threads (no lock); peak_prev_ and
-  // peak_epoch_ns_ change only under the dirty decay mutex, which rotates them.
+  // peak_epoch_ns_ change only under the dirty decay mutex, which rotates them (peak_prev_ is
+  // atomic for hold_estimate's lock-free read).
   bool decay_hold_peak_ = true;
+  bool shares_hold_budget_ = false;
   std::atomic<size_t> peak_cur_{0};
-  size_t peak_prev_ = 0;
+  std::atomic<size_t> peak_prev_{0};
   uint64_t peak_epoch_ns_ = 0;
 
   friend class PacTestAccess;

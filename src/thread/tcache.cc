@@ -2,9 +2,11 @@
 #include "thread/tcache.h"
 
 #include <cstring>
+#include <new>
 
 #include "arena/arenas.h"
 #include "extent/emap.h"
+#include "meta/base.h"
 #include "support/mutex.h"
 #include "thread/thread_options.h"
 
@@ -43,6 +45,30 @@ unsigned small_slots(szind_t binind) {
   return candidate <= hi ? candidate : hi;
 }
 
+// The automatic caches' cold parts: metadata of the global base (never freed), kept on a free
+// list under g_tcaches_mtx when their thread has gone.
+constinit TcacheCold* g_cold_free = nullptr;
+
+TcacheCold* cold_get() {
+  {
+    MutexGuard guard(g_tcaches_mtx);
+    if (TcacheCold* c = g_cold_free) {
+      g_cold_free = c->next_free;
+      return c;
+    }
+  }
+  Base* b0 = base_global();
+  return b0 == nullptr
+             ? nullptr
+             : static_cast<TcacheCold*>(b0->alloc(sizeof(TcacheCold), alignof(TcacheCold)));
+}
+
+void cold_put(TcacheCold* c) {
+  MutexGuard guard(g_tcaches_mtx);
+  c->next_free = g_cold_free;
+  g_cold_free = c;
+}
+
 // Which arena owns a cached region.
 Arena* owner_arena(const Edata* e) { return arena_get(e->arena_ind, false); }
 
@@ -52,7 +78,7 @@ constexpr unsigned kFlushChunk = 128;
 // the last flush to that arena. As in 5.3.0, each large class also counts a flush there.
 void stats_merge(Tcache* t, Arena* arena) {
   for (szind_t i = 0; i < g_tcache_geo.nhbins; i++) {
-    CacheBin& bin = t->bins[i];
+    CacheBin& bin = t->bin(i);
     if (i < sc::kNBins) {
       if (bin.nrequests != 0) arena->merge_small_tcache_stats(i, bin.nrequests, /*flush=*/false);
     } else {
@@ -113,18 +139,26 @@ void internal_free(void* ptr) {
   }
 }
 
-bool tcache_init(Tcache* t, Arena* arena, void** stack) {
+bool tcache_init(Tcache* t, Arena* arena, void** stack, TcacheCold* cold) {
   const TcacheGeometry& g = g_tcache_geo;
   const bool owned = stack == nullptr;
-  if (owned) stack = static_cast<void**>(internal_alloc(g.stack_bytes));
-  if (stack == nullptr) return false;
+  if (owned) {
+    cold = cold_get();
+    if (cold == nullptr) return false;
+    stack = static_cast<void**>(internal_alloc(g.stack_bytes));
+    if (stack == nullptr) {
+      cold_put(cold);
+      return false;
+    }
+  }
+  t->cold = new (cold) TcacheCold{};
   void** p = stack;
   for (szind_t i = 0; i < g.nhbins; i++) {
-    t->bins[i].init(p, g.ncached_max[i]);
+    t->bin(i).init(p, g.ncached_max[i]);
     p += g.ncached_max[i];
   }
-  for (szind_t i = g.nhbins; i < kTcacheMaxBins; i++) t->bins[i] = CacheBin{};
-  TcacheSlow& s = t->slow;
+  for (szind_t i = g.nhbins; i < sc::kNBins; i++) t->bins[i] = CacheBin{};
+  TcacheSlow& s = t->slow();
   s.arena = arena;
   s.next_gc_bin = 0;
   for (auto& d : s.lg_fill_div) d = 1;
@@ -143,17 +177,24 @@ namespace {
 // tcache_destroy without the decay pass that follows it; returns the arena the cache was bound
 // to (nullptr if it was never set up).
 Arena* teardown(Tcache* t) {
-  Arena* arena = t->slow.arena;
+  Arena* arena = t->slow().arena;
   tcache_flush_all(t);
   if (arena != nullptr) stats_merge(t, arena);
   {
     MutexGuard guard(g_tcaches_mtx);
-    g_live.remove(&t->slow);
+    g_live.remove(&t->slow());
   }
-  if (t->slow.stack_owned) internal_free(t->slow.stack);
+  // Zeroed bins first: a call from a signal handler or a later TLS destructor then finds an
+  // empty, full cache (slow path) rather than slots in freed memory.
   for (CacheBin& b : t->bins) b = CacheBin{};
-  t->slow.stack = nullptr;
-  t->slow.arena = nullptr;
+  void** stack = t->slow().stack;
+  bool owned = t->slow().stack_owned;
+  TcacheCold* cold = t->cold;
+  t->cold = nullptr;
+  if (owned) {
+    internal_free(stack);
+    cold_put(cold);
+  }
   return arena;
 }
 
@@ -162,22 +203,23 @@ Arena* teardown(Tcache* t) {
 void tcache_destroy(Tcache* t) {
   // A cache that was never set up (tcache:false, OOM) returned nothing: no decay either, as in
   // 5.3.0, where a thread without a cache leaves its arena's decay to the usual ticks.
-  if (t->slow.stack == nullptr) return;
+  if (t->cold == nullptr) return;
   arena_decay_after_cache_teardown(teardown(t));
 }
 
 void tcache_set_arena(Tcache* t, Arena* arena) {
+  if (t->cold == nullptr) return;  // not set up: tcache_init binds it
   // The counts so far belong to the arena the cache served until now.
-  if (t->slow.arena != nullptr && t->slow.arena != arena) stats_merge(t, t->slow.arena);
+  if (t->slow().arena != nullptr && t->slow().arena != arena) stats_merge(t, t->slow().arena);
   MutexGuard guard(g_tcaches_mtx);
-  t->slow.arena = arena;
+  t->slow().arena = arena;
 }
 
 void* tcache_alloc_small_hard(Tcache* t, Arena* arena, szind_t binind) {
   CacheBin& bin = t->bins[binind];
   if (void* p = bin.pop_slow()) return p;
   unsigned nmax = bin.ncached_max();
-  unsigned nfill = nmax >> t->slow.lg_fill_div[binind];
+  unsigned nfill = nmax >> t->slow().lg_fill_div[binind];
   if (nfill == 0) nfill = 1;
   // The bin is empty: fill straight into the top of its slot array.
   void** dst = bin.bottom() - nfill;
@@ -186,7 +228,7 @@ void* tcache_alloc_small_hard(Tcache* t, Arena* arena, szind_t binind) {
   if (got == 0) return nullptr;
   if (got < nfill) std::memmove(bin.bottom() - got, dst, got * sizeof(void*));
   bin.head = bin.bottom() - got;
-  t->slow.bin_refilled[binind] = true;
+  t->slow().bin_refilled[binind] = true;
   // The low-water mark stays at "empty" (the bin did run dry since the last GC), so the
   // fresh items pop on the fast path.
   return *bin.head++;
@@ -229,7 +271,7 @@ void tcache_flush_small(Tcache* t, szind_t binind, unsigned rem) {
       }
       left = keep;
       Arena* a = arena_get(ind, false);
-      bool merge = a == t->slow.arena && !merged;
+      bool merge = a == t->slow().arena && !merged;
       a->dalloc_small_batch(binind, batch_p, batch_s, nb, merge, bin.nrequests);
       if (merge) {
         bin.nrequests = 0;
@@ -237,15 +279,15 @@ void tcache_flush_small(Tcache* t, szind_t binind, unsigned rem) {
       }
     }
   }
-  if (!merged && t->slow.arena != nullptr) {
-    t->slow.arena->merge_small_tcache_stats(binind, bin.nrequests, /*flush=*/true);
+  if (!merged && t->slow().arena != nullptr) {
+    t->slow().arena->merge_small_tcache_stats(binind, bin.nrequests, /*flush=*/true);
     bin.nrequests = 0;
   }
   if (nflush != 0) bin.remove_oldest(nflush);
 }
 
 void tcache_flush_large(Tcache* t, szind_t binind, unsigned rem) {
-  CacheBin& bin = t->bins[binind];
+  CacheBin& bin = t->bin(binind);
   unsigned n = bin.ncached();
   unsigned nflush = rem >= n ? 0 : n - rem;
   void** items = bin.bottom() - nflush;
@@ -255,8 +297,8 @@ void tcache_flush_large(Tcache* t, szind_t binind, unsigned rem) {
   }
   // One flush per call (empty ones included), counted in the cache's arena with its requests,
   // whichever arenas the extents went back to (5.3.0's large.nflushes).
-  if (t->slow.arena != nullptr) {
-    t->slow.arena->merge_large_tcache_stats(binind, bin.nrequests);
+  if (t->slow().arena != nullptr) {
+    t->slow().arena->merge_large_tcache_stats(binind, bin.nrequests);
     bin.nrequests = 0;
   }
   if (nflush != 0) bin.remove_oldest(nflush);
@@ -269,7 +311,7 @@ void tcache_dalloc_small_hard(Tcache* t, szind_t binind, void* ptr) {
 }
 
 void tcache_dalloc_large_hard(Tcache* t, szind_t binind, void* ptr) {
-  CacheBin& bin = t->bins[binind];
+  CacheBin& bin = t->bin(binind);
   tcache_flush_large(t, binind, bin.ncached_max() >> g_thread_opt.lg_tcache_flush_large_div);
   bin.push_fast(ptr);
 }
@@ -285,10 +327,10 @@ void tcache_flush_all(Tcache* t) {
 }
 
 void tcache_gc_step(Tcache* t) {
-  TcacheSlow& s = t->slow;
-  if (s.stack == nullptr) return;
+  if (t->cold == nullptr) return;
+  TcacheSlow& s = t->slow();
   szind_t binind = s.next_gc_bin;
-  CacheBin& bin = t->bins[binind];
+  CacheBin& bin = t->bin(binind);
   unsigned low_water = bin.nlow_water();
   unsigned ncached = bin.ncached();
   if (low_water > 0) {
@@ -325,7 +367,7 @@ size_t tcache_bytes(const Arena* arena) {
   for (TcacheSlow* s = g_live.front(); s != nullptr; s = decltype(g_live)::next(s)) {
     if (s->arena != arena) continue;
     for (szind_t i = 0; i < g_tcache_geo.nhbins; i++) {
-      bytes += s->owner->bins[i].ncached() * sz::index2size(i);
+      bytes += s->owner->bin(i).ncached() * sz::index2size(i);
     }
   }
   return bytes;
@@ -334,12 +376,17 @@ size_t tcache_bytes(const Arena* arena) {
 bool tcaches_create(Arena* arena, unsigned* ind) {
   // One internal block holds the cache and its slots, as in 5.3.0 (one allocation, and the
   // same size class: stats.arenas.0.{internal,small,large} match).
+  // Here the cold part follows the cache, then the slots (16 bytes more than before the split:
+  // the `cold` pointer and the free-list link; the block's size class is the same).
   constexpr size_t kHead = (sizeof(Tcache) + alignof(void*) - 1) & ~(alignof(void*) - 1);
-  void* block = internal_alloc(kHead + g_tcache_geo.stack_bytes);
+  constexpr size_t kCold = (sizeof(TcacheCold) + alignof(void*) - 1) & ~(alignof(void*) - 1);
+  void* block = internal_alloc(kHead + kCold + g_tcache_geo.stack_bytes);
   if (block == nullptr) return false;
   Tcache* t = static_cast<Tcache*>(block);
   std::memset(block, 0, sizeof(Tcache));
-  if (!tcache_init(t, arena, reinterpret_cast<void**>(static_cast<char*>(block) + kHead))) {
+  char* base = static_cast<char*>(block);
+  if (!tcache_init(t, arena, reinterpret_cast<void**>(base + kHead + kCold),
+                   reinterpret_cast<TcacheCold*>(base + kHead))) {
     internal_free(t);
     return false;
   }
@@ -377,7 +424,7 @@ bool tcaches_flush(unsigned ind) {
   // 5.3.0 destroys the cache here (and rebuilds it on next use); we keep it
   // (doc/compat.md#explicit-tcache-flush) but run the decay pass its destruction runs, so the
   // pages come back the same way.
-  arena_decay_after_cache_teardown(t->slow.arena);
+  arena_decay_after_cache_teardown(t->slow().arena);
   return true;
 }
 
@@ -410,14 +457,14 @@ void tcaches_postfork_parent() { g_tcaches_mtx.postfork_parent(); }
 void tcaches_postfork_child(Tcache* own) {
   g_tcaches_mtx.postfork_child();
   g_live.clear();
-  if (own != nullptr && own->slow.stack != nullptr) {
-    own->slow.link = {};
-    g_live.push_back(&own->slow);
+  if (own != nullptr && own->cold != nullptr) {
+    own->slow().link = {};
+    g_live.push_back(&own->slow());
   }
   for (Tcache* t : g_explicit) {
-    if (t == nullptr || t->slow.stack == nullptr) continue;
-    t->slow.link = {};
-    g_live.push_back(&t->slow);
+    if (t == nullptr || t->cold == nullptr) continue;
+    t->slow().link = {};
+    g_live.push_back(&t->slow());
   }
 }
 

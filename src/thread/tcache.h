@@ -11,6 +11,10 @@
 // large.nflushes) in the cache's own arena with the requests served since the last flush,
 // whichever arenas took the regions back; leaving an arena (thread.arena, destruction) merges
 // the pending request counts there (and counts a flush per large class, as 5.3.0 does).
+// Layout: a Tcache holds the small bins (the only ones the fast paths index) and a pointer to
+// its TcacheCold -- the cached large classes' bins and the cold state -- kept out of line (see
+// TcacheCold). The automatic cache sits in the thread's initial-exec TLS (t_tsd), which must fit
+// glibc's static TLS surplus for the library to be dlopen()able (doc/design/threads.md).
 // Layer: thread. Callers: tsd, api, ctl (tcache.*, thread.tcache.*).
 // Concurrency: a Tcache is used by one thread at a time (explicit ones by contract). The
 // explicit-cache registry and the list of live caches (for stats) take `tcaches_mtx` (rank
@@ -66,18 +70,41 @@ struct TcacheSlow {
   QlLink<TcacheSlow> link;  // list of live caches (stats.arenas.<i>.tcache_bytes)
 };
 
-struct Tcache {
-  CacheBin bins[kTcacheMaxBins];
+/// The out-of-line part of a cache: the bins of the cached large classes and the cold state, so
+/// an automatic cache keeps only its small bins in the thread's initial-exec TLS
+/// (doc/design/threads.md). An explicit cache's sits in its block; an automatic cache's is
+/// metadata (global base), recycled through a free list when threads exit, so the slot block
+/// keeps 5.3.0's size and every arena statistic stays 5.3.0's.
+struct TcacheCold {
+  CacheBin large[kTcacheMaxBins - sc::kNBins];
   TcacheSlow slow;
+  TcacheCold* next_free = nullptr;  // list of the automatic caches' spare ones (tcache.cc)
+};
+
+struct Tcache {
+  /// The small bins: what the fast paths index (by class, below sc::kNBins).
+  CacheBin bins[sc::kNBins];
+  /// nullptr until tcache_init (the cache then reads as empty and full: every call is slow).
+  TcacheCold* cold = nullptr;
+
+  /// Bin of any cached class (< g_tcache_geo.nhbins) of a set-up cache.
+  CacheBin& bin(szind_t ind) {
+    return ind < sc::kNBins ? bins[ind] : cold->large[ind - sc::kNBins];
+  }
+  const CacheBin& bin(szind_t ind) const {
+    return ind < sc::kNBins ? bins[ind] : cold->large[ind - sc::kNBins];
+  }
+  TcacheSlow& slow() { return cold->slow; }
 };
 
 /// Computes the geometry from opt.tcache_max and the nslots options. Called once at init.
 void tcache_boot();
 
-/// Sets up a cache bound to `arena`: its slot memory is `stack` (g_tcache_geo.stack_bytes,
-/// owned by the caller) or, when null, allocated here (internal, from arena 0) and freed by
-/// tcache_destroy. False on OOM (the cache stays a zeroed, always-missing cache).
-bool tcache_init(Tcache* t, Arena* arena, void** stack = nullptr);
+/// Sets up a cache bound to `arena`: its slot memory is `stack` (g_tcache_geo.stack_bytes) and
+/// its cold part `cold`, both owned by the caller, or, when `stack` is null, both taken here
+/// (slots internal, from arena 0; cold part from the free list or the global base) and given
+/// back by tcache_destroy. False on OOM (the cache stays a zeroed, always-missing cache).
+bool tcache_init(Tcache* t, Arena* arena, void** stack = nullptr, TcacheCold* cold = nullptr);
 /// Flushes everything and frees the slot memory; the cache becomes zeroed again. Then, as
 /// 5.3.0, the decay pass of arena_decay_after_cache_teardown (arena 0, and the cache's arena:
 /// purged entirely when no thread is bound to it any more). No-op on a cache never set up.

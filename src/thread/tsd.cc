@@ -24,6 +24,8 @@ constinit StatsIntervalHook g_stats_hook = nullptr;
 constinit uint64_t g_stats_interval = 0;
 constinit uint64_t g_stats_batch = 0;
 constinit std::atomic<uint64_t> g_stats_accum{0};
+// Set by tsd_boot from the arena options: every call of every thread takes the slow path.
+constinit bool g_always_slow = false;
 
 // Thread exit: leave the arena, flush the cache back to the arenas (tcache_destroy then runs
 // the decay pass: a thread that was its arena's last purges it), and stay in purgatory, where
@@ -92,6 +94,10 @@ void stats_interval_event(Tsd& tsd) {
 
 bool tsd_boot(StatsIntervalHook stats_hook) {
   const ThreadOptions& o = g_thread_opt;
+  // Junk filling, opt.zero and opt.safety_checks need every allocation and free to see the
+  // slow path: the fast paths' one threshold compare then always fails, at no cost to them.
+  g_always_slow = g_arena_opt.junk_alloc || g_arena_opt.junk_free || g_arena_opt.zero ||
+                  g_arena_opt.safety_checks;
   g_event_interval = o.tcache_gc_incr_bytes != 0 ? o.tcache_gc_incr_bytes : 65536;
   if (o.stats_interval >= 0 && stats_hook != nullptr) {
     g_stats_hook = stats_hook;
@@ -105,9 +111,7 @@ bool tsd_boot(StatsIntervalHook stats_hook) {
 }
 
 void tsd_recompute_fast(Tsd& tsd) {
-  // Junk filling and opt.zero need every allocation and free to see the slow path.
-  bool fast = tsd.state == TsdState::kNominal && !g_arena_opt.junk_alloc &&
-              !g_arena_opt.junk_free && !g_arena_opt.zero;
+  bool fast = tsd.state == TsdState::kNominal && !g_always_slow;
   tsd.allocated_next_event_fast = fast ? tsd.allocated_next_event : 0;
   tsd.deallocated_next_event_fast = fast ? tsd.deallocated_next_event : 0;
 }

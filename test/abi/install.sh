@@ -5,7 +5,8 @@
 #     libjemalloc.a (unless static libraries were disabled),
 #     <includedir>/jemalloc/jemalloc.h (the configured header, identical to
 #     the build tree's), <libdir>/pkgconfig/jemalloc.pc, an executable
-#     <bindir>/jemalloc-config;
+#     <bindir>/jemalloc-config, <bindir>/jeprof (runs: --version) and
+#     <mandir>/man1/jeprof.1;
 #   - pkg-config --modversion and jemalloc-config --version print our
 #     version; jemalloc-config's directories match the configured ones;
 #   - a C program compiles against the installed header alone; when the
@@ -69,6 +70,19 @@ if grep -n '@[A-Za-z_]*@' "$I/jemalloc/jemalloc.h" "$dest$pkgconfigdir/jemalloc.
     "$dest$bindir/jemalloc-config" 2>/dev/null; then
   bad "unsubstituted @VARIABLE@ left in installed files (above)"
 fi
+
+# bin/jeprof (our heap-profile reader, tested in test/jeprof) and its manual page.
+jp=$dest$bindir/jeprof
+if [ ! -x "$jp" ]; then
+  bad "$bindir/jeprof not installed or not executable"
+elif grep -n '@[A-Za-z_]*@' "$jp"; then
+  bad "unsubstituted @VARIABLE@ left in $bindir/jeprof (above)"
+elif command -v python3 >/dev/null 2>&1; then
+  jpv=$("$jp" --version 2>&1)
+  echo "jeprof --version: $jpv"
+  case $jpv in *" $version:"*) ;; *) bad "jeprof --version does not print $version" ;; esac
+fi
+[ -f "$dest$mandir/man1/jeprof.1" ] || bad "not installed: $mandir/man1/jeprof.1"
 
 if command -v pkg-config >/dev/null 2>&1; then
   mv=$(PKG_CONFIG_LIBDIR="$dest$pkgconfigdir" PKG_CONFIG_PATH= \

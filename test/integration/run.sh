@@ -15,7 +15,12 @@
 # from the inside that its entry points come from the intended file
 # (JT_EXPECT_LIB, see harness.h) and prints the mallctl("version") it sees.
 #
-# Usage: run.sh [PROGRAM...]   (default: all; names as in build-env.sh)
+# Runs of the reference that cannot apply are reported as skips with their reason (a variant
+# with an option of ours; no reference library installed).
+#
+# Usage: run.sh [--tap] [PROGRAM...]   (default: all; names as in build-env.sh, and
+# api_user); --tap reports in TAP (test/report.sh), as `make check` runs it: one
+# test/integration/<program>.tap per program, so the summary counts every run.
 # Environment: LIB, REF_LIB, REF_INCLUDE (directory holding the reference
 # jemalloc/jemalloc.h), CC, RUN_TIMEOUT (seconds per program, default 120),
 # VERBOSE=1 (print every program's output, not only failures').
@@ -32,9 +37,16 @@ REF_INCLUDE=${REF_INCLUDE-/usr/include}
 RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 VERBOSE=${VERBOSE:-0}
 export LC_ALL=C
+if [ "${1:-}" = --tap ]; then
+  REPORT_TAP=1
+  shift
+fi
+# shellcheck source=../report.sh
+. "$top_srcdir/test/report.sh"
 
 if [ ! -f "$bindir/build-env.sh" ]; then
-  echo "FAIL: $bindir/build-env.sh missing (run 'make check', which generates it)"
+  report FAIL "integration" "$bindir/build-env.sh missing (run 'make check', which generates it)"
+  report_end integration
   exit 1
 fi
 # shellcheck disable=SC1091
@@ -54,11 +66,6 @@ ours_only="$placement_530"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/jeinteg.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT INT TERM
-
-npass=0
-nfail=0
-nskip=0
-failed_list=
 
 have_timeout=no
 command -v timeout >/dev/null 2>&1 && have_timeout=yes
@@ -89,24 +96,19 @@ run_one() {
   rc=$?
   name="$label [${variant}] $kind"
   case $rc in
-    0) result=PASS npass=$((npass + 1)) ;;
-    77) result=SKIP nskip=$((nskip + 1)) ;;
-    124 | 137) result=FAIL nfail=$((nfail + 1)); echo "(timed out after ${RUN_TIMEOUT}s)" >>"$log" ;;
-    *) result=FAIL nfail=$((nfail + 1)) ;;
+    0) report PASS "$name" ;;
+    77) report SKIP "$name" "$(grep -v '^[[:space:]]*$' "$log" | tail -n 1)" ;;
+    124 | 137)
+      echo "(timed out after ${RUN_TIMEOUT}s)" >>"$log"
+      report FAIL "$name" "timed out"
+      ;;
+    *) report FAIL "$name" "exit status $rc" ;;
   esac
-  echo "$result: $name"
-  if [ "$result" = FAIL ]; then
-    failed_list="$failed_list
-  $name"
+  if [ "$rc" != 0 ] && [ "$rc" != 77 ] && [ "$VERBOSE" != 1 ]; then
     # The failing checks and the summary line; the rest is noise.
-    if [ "$VERBOSE" = 1 ]; then
-      sed 's/^/    | /' "$log"
-    else
-      grep -v '^\[ PASS \]' "$log" | head -n 60 | sed 's/^/    | /'
-    fi
-    echo "    | (exit status $rc)"
+    grep -v '^\[ PASS \]' "$log" | head -n 60 | report_detail
   elif [ "$VERBOSE" = 1 ]; then
-    sed 's/^/    | /' "$log"
+    report_detail <"$log"
   fi
 }
 
@@ -116,7 +118,16 @@ run_matrix() {
   shift 3
   for v in $variants; do
     if [ "$kind" = ref ]; then
-      case " $ours_only " in *" $v "*) continue ;; esac
+      case " $ours_only " in
+        *" $v "*)
+          report SKIP "$label [$v] ref" "by design: options of ours, which 5.3.0 does not have (doc/compat.md)"
+          continue
+          ;;
+      esac
+      if [ "$ref_ok" != yes ]; then
+        report SKIP "$label [$v] ref" "no reference library (${REF_LIB:-REF_LIB empty})"
+        continue
+      fi
     fi
     run_one "$label" "$kind" "$libpath" "$v" "$@"
   done
@@ -126,14 +137,15 @@ ref_ok=no
 if [ -n "$REF_LIB" ] && [ -f "$REF_LIB" ]; then
   ref_ok=yes
 fi
-echo "library under test: $LIB"
+report_note "library under test: $LIB"
 if [ "$ref_ok" = yes ]; then
-  echo "reference library:  $REF_LIB"
+  report_note "reference library:  $REF_LIB"
 else
-  echo "reference library:  none (${REF_LIB:-disabled}); part (c) skipped"
+  report_note "reference library:  none (${REF_LIB:-disabled}); part (c) skipped"
 fi
 if [ ! -f "$LIB" ]; then
-  echo "FAIL: $LIB does not exist (build the library first)"
+  report FAIL "integration" "$LIB does not exist (build the library first)"
+  report_end integration
   exit 1
 fi
 
@@ -141,16 +153,11 @@ fi
 for p in $progs; do
   case $p in api_user) continue ;; esac
   if [ ! -x "$bindir/$p" ]; then
-    echo "FAIL: $p [-] ours (not built: $bindir/$p)"
-    nfail=$((nfail + 1))
-    failed_list="$failed_list
-  $p (not built)"
+    report FAIL "$p [-] ours" "not built: $bindir/$p"
     continue
   fi
   run_matrix "$p" ours "$LIB" "$bindir/$p"
-  if [ "$ref_ok" = yes ]; then
-    run_matrix "$p" ref "$REF_LIB" "$bindir/$p"
-  fi
+  run_matrix "$p" ref "$REF_LIB" "$bindir/$p"
 done
 
 # api_user.c, built here as a user would: against our header with
@@ -165,15 +172,10 @@ if [ "$run_api_user" = yes ]; then
       "$src" -o "$tmp/api_user" -L"$libdir" -ljemalloc -Wl,-rpath,"$libdir" \
       >"$tmp/cc.log" 2>&1; then
     run_matrix "api_user" ours "$LIB" "$tmp/api_user"
-    if [ "$ref_ok" = yes ]; then
-      run_matrix "api_user" ref "$REF_LIB" "$tmp/api_user"
-    fi
+    run_matrix "api_user" ref "$REF_LIB" "$tmp/api_user"
   else
-    echo "FAIL: api_user [build] ours (cannot compile/link against $LIB with our header)"
-    head -n 15 "$tmp/cc.log" | sed 's/^/    | /'
-    nfail=$((nfail + 1))
-    failed_list="$failed_list
-  api_user (build)"
+    report FAIL "api_user [build] ours" "cannot compile/link against $LIB with our header"
+    head -n 15 "$tmp/cc.log" | report_detail
     # Still check our header against the reference library.
     if [ "$ref_ok" = yes ] &&
         $CC -std=c11 -Wall -Werror -I"$top_builddir/include" -I"$top_srcdir/include" \
@@ -181,27 +183,19 @@ if [ "$run_api_user" = yes ]; then
       run_matrix "api_user" ref "$REF_LIB" "$tmp/api_user"
     fi
   fi
-  if [ "$ref_ok" = yes ]; then
-    if [ -f "$REF_INCLUDE/jemalloc/jemalloc.h" ]; then
-      if $CC -std=c11 -Wall -Werror -I"$REF_INCLUDE" "$src" -o "$tmp/api_user_ref" \
-          "$REF_LIB" >"$tmp/cc.log" 2>&1; then
-        run_matrix "api_user(5.3.0 header)" ref "$REF_LIB" "$tmp/api_user_ref"
-      else
-        echo "FAIL: api_user(5.3.0 header) [build] ref"
-        head -n 15 "$tmp/cc.log" | sed 's/^/    | /'
-        nfail=$((nfail + 1))
-      fi
+  if [ "$ref_ok" != yes ]; then
+    report SKIP "api_user(5.3.0 header) [build] ref" "no reference library (${REF_LIB:-REF_LIB empty})"
+  elif [ -f "$REF_INCLUDE/jemalloc/jemalloc.h" ]; then
+    if $CC -std=c11 -Wall -Werror -I"$REF_INCLUDE" "$src" -o "$tmp/api_user_ref" \
+        "$REF_LIB" >"$tmp/cc.log" 2>&1; then
+      run_matrix "api_user(5.3.0 header)" ref "$REF_LIB" "$tmp/api_user_ref"
     else
-      echo "SKIP: api_user(5.3.0 header) [build] ref (no $REF_INCLUDE/jemalloc/jemalloc.h)"
-      nskip=$((nskip + 1))
+      report FAIL "api_user(5.3.0 header) [build] ref"
+      head -n 15 "$tmp/cc.log" | report_detail
     fi
+  else
+    report SKIP "api_user(5.3.0 header) [build] ref" "no $REF_INCLUDE/jemalloc/jemalloc.h (Debian: libjemalloc-dev)"
   fi
 fi
 
-echo
-echo "integration: $npass passed, $nfail failed, $nskip skipped"
-if [ "$nfail" -gt 0 ]; then
-  echo "failed:$failed_list"
-  exit 1
-fi
-exit 0
+report_end integration

@@ -22,29 +22,24 @@ PRELOAD_LIB=${PRELOAD_LIB:-$top_builddir/.libs/libjemalloc.so.2}
 export PRELOAD_LIB
 VERBOSE=${VERBOSE:-0}
 scripts=${*:-python git sqlite gxx redis}
-echo "check-preload: library under test $PRELOAD_LIB"
+# shellcheck source=../report.sh
+. "$top_srcdir/test/report.sh"
+report_note "check-preload: library under test $PRELOAD_LIB"
 log=$(mktemp "${TMPDIR:-/tmp}/jepreload-log.XXXXXX") || exit 99
 trap 'rm -f "$log"' EXIT
 
-npass=0 nfail=0 nskip=0 failed=
 for s in $scripts; do
   start=$(date +%s)
   sh "$here/$s.sh" >"$log" 2>&1
   rc=$?
   secs=$(( $(date +%s) - start ))
   case $rc in
-    0) echo "PASS: $s (${secs}s)"; npass=$((npass + 1)) ;;
-    77) echo "SKIP: $s ($(tail -n 1 "$log"))"; nskip=$((nskip + 1)) ;;
-    *) echo "FAIL: $s (exit status $rc, ${secs}s)"; nfail=$((nfail + 1)); failed="$failed $s" ;;
+    0) report PASS "$s" "${secs}s" ;;
+    77) report SKIP "$s" "$(grep -v '^[[:space:]]*$' "$log" | tail -n 1 | sed 's/^SKIP: //')" ;;
+    *) report FAIL "$s" "exit status $rc, ${secs}s" ;;
   esac
   if [ "$VERBOSE" = 1 ] || { [ $rc != 0 ] && [ $rc != 77 ]; }; then
-    tail -n 40 "$log" | sed 's/^/    | /'
+    tail -n 40 "$log" | report_detail
   fi
 done
-echo
-echo "check-preload: $npass passed, $nfail failed, $nskip skipped"
-if [ "$nfail" -gt 0 ]; then
-  echo "failed:$failed"
-  exit 1
-fi
-exit 0
+report_end check-preload

@@ -4,7 +4,8 @@
 # libjemalloc.so.2 (swapped in with LD_PRELOAD; each program checks from the
 # inside that the entry points come from that file).  One line per program.
 #
-# Usage: run.sh [PROGRAM...]   (default: all, from build-env.sh)
+# Usage: run.sh [--tap] [PROGRAM...]   (default: all, from build-env.sh); --tap reports in
+# TAP (test/report.sh), as `make check` runs it: one test/stress/<program>.tap per program.
 # Environment: LIB; STRESS_LONG=1 for the long form (what `make stress`
 # runs); STRESS_SCALE=n for n times the short form's work; RUN_TIMEOUT
 # (seconds per program; default 60, 600 for the long form); VERBOSE=1.
@@ -28,21 +29,29 @@ else
 fi
 VERBOSE=${VERBOSE:-0}
 export LC_ALL=C
+if [ "${1:-}" = --tap ]; then
+  REPORT_TAP=1
+  shift
+fi
+# shellcheck source=../report.sh
+. "$top_srcdir/test/report.sh"
 
 if [ ! -f "$bindir/build-env.sh" ]; then
-  echo "FAIL: $bindir/build-env.sh missing (run 'make check', which generates it)"
+  report FAIL stress "$bindir/build-env.sh missing (run 'make check', which generates it)"
+  report_end stress
   exit 1
 fi
 # shellcheck disable=SC1091
 . "$bindir/build-env.sh"
 progs=${*:-$stress_progs}
 if [ ! -f "$LIB" ]; then
-  echo "FAIL: $LIB does not exist (build the library first)"
+  report FAIL stress "$LIB does not exist (build the library first)"
+  report_end stress
   exit 1
 fi
 form=short
 [ "$STRESS_LONG" = 1 ] && form=long
-echo "library under test: $LIB ($form form)"
+report_note "library under test: $LIB ($form form)"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/jestress.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -58,7 +67,6 @@ for p in $progs; do
   esac
 done
 
-npass=0 nfail=0 nskip=0
 for run in $runs; do
   p=${run%%@*}
   conf=
@@ -66,8 +74,7 @@ for run in $runs; do
   label=$p
   [ -n "$conf" ] && label="$p [$conf]"
   if [ ! -x "$bindir/$p" ]; then
-    echo "FAIL: $label (not built: $bindir/$p)"
-    nfail=$((nfail + 1))
+    report FAIL "$label" "not built: $bindir/$p"
     continue
   fi
   start=$(date +%s)
@@ -82,18 +89,15 @@ for run in $runs; do
   rc=$?
   secs=$(( $(date +%s) - start ))
   case $rc in
-    0) echo "PASS: $label (${secs}s)"; npass=$((npass + 1)) ;;
-    77) echo "SKIP: $label"; nskip=$((nskip + 1)) ;;
+    0) report PASS "$label" "${secs}s" ;;
+    77) report SKIP "$label" "$(grep -v '^[[:space:]]*$' "$tmp/log" | tail -n 1)" ;;
     *)
       [ $rc = 124 ] || [ $rc = 137 ] && echo "(timed out after ${RUN_TIMEOUT}s)" >>"$tmp/log"
-      echo "FAIL: $label (exit status $rc, ${secs}s)"
-      nfail=$((nfail + 1))
+      report FAIL "$label" "exit status $rc, ${secs}s"
       ;;
   esac
   if [ $rc != 0 ] && [ $rc != 77 ] || [ "$VERBOSE" = 1 ]; then
-    grep -v '^\[ PASS \]' "$tmp/log" | head -n 60 | sed 's/^/    | /'
+    grep -v '^\[ PASS \]' "$tmp/log" | head -n 60 | report_detail
   fi
 done
-echo
-echo "stress: $npass passed, $nfail failed, $nskip skipped"
-[ "$nfail" -eq 0 ]
+report_end stress

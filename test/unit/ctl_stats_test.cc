@@ -389,9 +389,9 @@ TEST_F(CtlStats, LargeFlushesCountInTheCacheArena) {
   for (int i = 0; i < 3; i++) {
     void* p = b->malloc_large(16384, 64, false);
     ASSERT_NE(p, nullptr);
-    ASSERT_TRUE(t->bins[bin].push_fast(p));
+    ASSERT_TRUE(t->bin(bin).push_fast(p));
   }
-  t->bins[bin].nrequests = 7;
+  t->bin(bin).nrequests = 7;
   epoch();
   const uint64_t nd_b = astat<uint64_t>(ib, "large.ndalloc");
   tcache_flush_large(t, bin, 0);
@@ -436,9 +436,9 @@ TEST_F(CtlStats, SmallFlushesCountInTheCacheArena) {
   for (int i = 0; i < 5; i++) {
     void* p = b->malloc_small(kBin, false);
     ASSERT_NE(p, nullptr);
-    ASSERT_TRUE(t->bins[kBin].push_fast(p));
+    ASSERT_TRUE(t->bin(kBin).push_fast(p));
   }
-  t->bins[kBin].nrequests = 11;
+  t->bin(kBin).nrequests = 11;
   epoch();
   const uint64_t req_a = astat<uint64_t>(ia, bin + "nrequests");
   tcache_flush_small(t, kBin, 0);
@@ -454,7 +454,7 @@ TEST_F(CtlStats, SmallFlushesCountInTheCacheArena) {
   EXPECT_EQ(astat<uint64_t>(ia, bin + "nflushes"), 2u);
   EXPECT_EQ(astat<uint64_t>(ia, "small.nflushes"), 2u);
   // A move merges pending requests without counting a small flush.
-  t->bins[kBin].nrequests = 4;
+  t->bin(kBin).nrequests = 4;
   tcache_set_arena(t, b);
   epoch();
   EXPECT_EQ(astat<uint64_t>(ia, bin + "nrequests"), req_a + 15);

@@ -253,6 +253,45 @@ TEST(Pac, HoldKeepsTheDipBelowThePeak) {
   EXPECT_EQ(off.back(), 0u);
 }
 
+// Ours (opt.decay_hold_peak's shared budget): a Pac that shares the budget publishes its
+// active pages in whole granules (exactly floor(active / granule) of them, however its count
+// moved), the budget's peak keeps the highest sum, and a hold cap of 0 leaves decay to its curve.
+TEST(Pac, HoldBudgetPublishesGranules) {
+  constexpr size_t kG = hold_budget::kGranulePages;
+  PacOptions o = opts(-1, -1);
+  o.shares_hold_budget = true;
+  Pac* pac = make_pac(o);
+  const size_t base = hold_budget::active_pages();
+  constexpr int kN = 256;  // 2 pages each: 512 pages
+  Edata* e[kN];
+  for (auto& x : e) x = pac->alloc(8 * kKiB, kPg, false);
+  EXPECT_EQ(hold_budget::active_pages() - base, (2 * kN / kG) * kG);
+  const uint64_t t0 = uint64_t{1} << 41;
+  EXPECT_GE(hold_budget::peak_pages(t0, 1000), base + (2 * kN / kG) * kG);
+  for (int i = 0; i < kN; i += 3) pac->dalloc(e[i]);  // 86 extents: 172 pages
+  const size_t active = pac->nactive();
+  EXPECT_EQ(active, 2u * kN - 172);
+  EXPECT_EQ(hold_budget::active_pages() - base, active / kG * kG);
+  // The peak stays within the window and is forgotten two half windows later.
+  EXPECT_GE(hold_budget::peak_pages(t0 + 100'000'000, 1000), base + (2 * kN / kG) * kG);
+  hold_budget::peak_pages(t0 + 1'200'000'000, 1000);
+  EXPECT_EQ(hold_budget::peak_pages(t0 + 2'400'000'000, 1000), hold_budget::active_pages());
+  // A cap of 0: the freed pages go by the curve alone, as without the hold (all by the end).
+  const uint64_t t1 = uint64_t{1} << 42;
+  ASSERT_TRUE(pac->decay_ms_set(ExtentState::kDirty, 1000, t1));
+  const size_t freed = pac->ndirty();
+  size_t at_half = 0;
+  const uint64_t interval = 1000 * 1000000ull / 200;
+  for (int k = 1; k <= 205; k++) {
+    bool advanced;
+    ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t1 + k * interval + interval / 2,
+                               Pac::Eagerness::kOnEpochAdvance, &advanced, /*hold_cap=*/0));
+    if (k == 100) at_half = pac->ndirty();
+  }
+  EXPECT_NEAR(static_cast<double>(at_half), freed * 0.5, freed * 0.05);
+  EXPECT_EQ(pac->ndirty(), 0u);
+}
+
 // The ClickHouse pattern at page level. Per round: optionally 256 one-page slabs (the 4 KiB
 // class), then 256 20 KiB large extents (16 KiB + pad) -- each followed by freeing one slab, as
 // the small->large realloc move does -- then all 256 large extents freed. Records, per round,

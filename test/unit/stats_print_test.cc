@@ -291,6 +291,7 @@ constexpr const char* kTextSections[] = {
     "  opt.purge_on_grow: ",
     "  opt.borrow_dirty: ",
     "  opt.decay_hold_peak: ",
+    "  opt.safety_checks: false\n",
     "\nArenas: ",
     "\nQuantum size: 16\nPage size: 4096\n",
     "\nNumber of bin size classes: 36\n",
@@ -463,10 +464,11 @@ TEST_F(StatsPrint, JsonParsesWith53KeyPaths) {
       "jemalloc.opt.bounded_coalesce", "jemalloc.opt.idle_arena_decay",
       "jemalloc.opt.reuse_before_grow", "jemalloc.opt.purge_on_grow",
       "jemalloc.opt.extent_best_fit", "jemalloc.opt.borrow_dirty", "jemalloc.opt.decay_hold_peak",
-      ours + "dirty_merges", ours + "dirty_merges_refused", ours + "evict_merges",
-      ours + "dirty_allocs", ours + "muzzy_allocs", ours + "retained_allocs", ours + "fresh_allocs",
-      ours + "dirty_alloc_pages", ours + "muzzy_alloc_pages", ours + "retained_alloc_pages",
-      ours + "fresh_alloc_pages", "jemalloc.stats.arenas.merged.fresh_alloc_pages",
+      "jemalloc.opt.safety_checks", ours + "dirty_merges", ours + "dirty_merges_refused",
+      ours + "evict_merges", ours + "dirty_allocs", ours + "muzzy_allocs", ours + "retained_allocs",
+      ours + "fresh_allocs", ours + "dirty_alloc_pages", ours + "muzzy_alloc_pages",
+      ours + "retained_alloc_pages", ours + "fresh_alloc_pages",
+      "jemalloc.stats.arenas.merged.fresh_alloc_pages",
       "jemalloc.stats.arenas.destroyed.evict_merges"};
   for (const std::string& k : expected) EXPECT_EQ(p.leaves.count(k), 1u) << k;
   // Profiling appears exactly when built in, as in 5.3.0's two builds.

@@ -45,7 +45,7 @@ class TcacheTest : public ::testing::Test {
   }
   void TearDown() override { tcache_destroy(tc_.get()); }  // a no-op once torn down
 
-  CacheBin& bin(szind_t i) { return tc_->bins[i]; }
+  CacheBin& bin(szind_t i) { return tc_->bin(i); }
 
   /// n regions of kBin straight from `a`, pushed into the cache (the first is the oldest).
   std::vector<void*> cache_small(unsigned n, Arena* a = nullptr) {
@@ -108,8 +108,8 @@ TEST_F(TcacheTest, InitGivesEmptyBinsBoundToTheArena) {
         << i;
   }
   EXPECT_FALSE(bin(g_tcache_geo.nhbins).push_fast(this));  // beyond tcache_max: always full
-  EXPECT_EQ(tc_->slow.arena, arena_);
-  EXPECT_EQ(tc_->slow.owner, tc_.get());
+  EXPECT_EQ(tc_->slow().arena, arena_);
+  EXPECT_EQ(tc_->slow().owner, tc_.get());
   EXPECT_EQ(tcache_bytes(arena_), 0u);
 }
 
@@ -120,10 +120,10 @@ TEST_F(TcacheTest, SlotMemoryIsInternalToArena0) {
   auto t = std::make_unique<Tcache>();
   ASSERT_TRUE(tcache_init(t.get(), arena_));
   EXPECT_EQ(a0->internal_bytes() - before, sz::sa2u(g_tcache_geo.stack_bytes, config::kPage));
-  EXPECT_EQ(g_emap.lookup(t->slow.stack)->arena_ind, 0u);
+  EXPECT_EQ(g_emap.lookup(t->slow().stack)->arena_ind, 0u);
   tcache_destroy(t.get());
   EXPECT_EQ(a0->internal_bytes(), before);
-  EXPECT_EQ(t->slow.stack, nullptr);
+  EXPECT_EQ(t->cold, nullptr);
 }
 
 TEST_F(TcacheTest, MissFillsHalfTheBinFromTheArena) {
@@ -140,7 +140,7 @@ TEST_F(TcacheTest, MissFillsHalfTheBinFromTheArena) {
   EXPECT_EQ(after.nrequests - before.nrequests, 9u);
   EXPECT_EQ(b.nrequests, 0u);
   EXPECT_EQ(b.ncached(), nfill - 1);
-  EXPECT_TRUE(tc_->slow.bin_refilled[kBin]);
+  EXPECT_TRUE(tc_->slow().bin_refilled[kBin]);
   EXPECT_EQ(tcache_bytes(arena_), (nfill - 1) * kBinSize);
   // The rest pops on the fast path; all distinct regions of this arena's class.
   std::set<void*> seen{p};
@@ -248,14 +248,14 @@ TEST_F(TcacheTest, GcFlushesThreeQuartersOfWhatStayedUnusedAndFillsLess) {
   CacheBin& b = bin(kBin);
   cache_small(40);
   b.reset_low_water();  // all 40 unused since this "visit"
-  tc_->slow.next_gc_bin = kBin;
+  tc_->slow().next_gc_bin = kBin;
   BinStats s0 = bin_stats(arena_, kBin);
   tcache_gc_step(tc_.get());
   EXPECT_EQ(b.ncached(), 10u);  // 40 - 40 + 40/4
   EXPECT_EQ(bin_stats(arena_, kBin).ndalloc - s0.ndalloc, 30u);
   EXPECT_EQ(b.nlow_water(), 10u);  // the mark restarts at the current count
-  EXPECT_EQ(tc_->slow.lg_fill_div[kBin], 2u);
-  EXPECT_EQ(tc_->slow.next_gc_bin, kBin + 1);
+  EXPECT_EQ(tc_->slow().lg_fill_div[kBin], 2u);
+  EXPECT_EQ(tc_->slow().next_gc_bin, kBin + 1);
   // The next fill is a quarter of the bin.
   while (void* p = b.pop_slow()) free_small(p);
   void* p = tcache_alloc_small_hard(tc_.get(), arena_, kBin);
@@ -265,53 +265,53 @@ TEST_F(TcacheTest, GcFlushesThreeQuartersOfWhatStayedUnusedAndFillsLess) {
 }
 
 TEST_F(TcacheTest, GcOfAFullyUsedRefilledBinFillsMore) {
-  tc_->slow.lg_fill_div[kBin] = 3;
+  tc_->slow().lg_fill_div[kBin] = 3;
   void* p = tcache_alloc_small_hard(tc_.get(), arena_, kBin);  // empty bin: a refill
   ASSERT_NE(p, nullptr);
   free_small(p);
   ASSERT_EQ(bin(kBin).nlow_water(), 0u);  // it ran dry since the last visit
-  tc_->slow.next_gc_bin = kBin;
+  tc_->slow().next_gc_bin = kBin;
   unsigned ncached = bin(kBin).ncached();
   tcache_gc_step(tc_.get());
   EXPECT_EQ(bin(kBin).ncached(), ncached);  // nothing flushed
-  EXPECT_EQ(tc_->slow.lg_fill_div[kBin], 2u);
-  EXPECT_FALSE(tc_->slow.bin_refilled[kBin]);
+  EXPECT_EQ(tc_->slow().lg_fill_div[kBin], 2u);
+  EXPECT_FALSE(tc_->slow().bin_refilled[kBin]);
   // Never below 1 (a fill of half the bin).
-  tc_->slow.lg_fill_div[kBin] = 1;
-  tc_->slow.bin_refilled[kBin] = true;
+  tc_->slow().lg_fill_div[kBin] = 1;
+  tc_->slow().bin_refilled[kBin] = true;
   while (void* q = bin(kBin).pop_slow()) free_small(q);
-  tc_->slow.next_gc_bin = kBin;
+  tc_->slow().next_gc_bin = kBin;
   tcache_gc_step(tc_.get());
-  EXPECT_EQ(tc_->slow.lg_fill_div[kBin], 1u);
+  EXPECT_EQ(tc_->slow().lg_fill_div[kBin], 1u);
 }
 
 TEST_F(TcacheTest, GcDelayDefersSmallFlushesByItems) {
   CacheBin& b = bin(kBin);
   cache_small(40);
-  tc_->slow.flush_delay_items[kBin] = 100;
+  tc_->slow().flush_delay_items[kBin] = 100;
   // Each visit would flush 30 items: counted against the delay until it is used up.
   for (unsigned left : {70u, 40u, 10u}) {
     b.reset_low_water();
-    tc_->slow.next_gc_bin = kBin;
+    tc_->slow().next_gc_bin = kBin;
     tcache_gc_step(tc_.get());
     EXPECT_EQ(b.ncached(), 40u);
-    EXPECT_EQ(tc_->slow.flush_delay_items[kBin], left);
+    EXPECT_EQ(tc_->slow().flush_delay_items[kBin], left);
   }
   b.reset_low_water();
-  tc_->slow.next_gc_bin = kBin;
+  tc_->slow().next_gc_bin = kBin;
   tcache_gc_step(tc_.get());
   EXPECT_EQ(b.ncached(), 10u);
   // The delay restarts from the option (tcache_gc_delay_bytes, in items of the class).
-  EXPECT_EQ(tc_->slow.flush_delay_items[kBin], g_thread_opt.tcache_gc_delay_bytes / kBinSize);
+  EXPECT_EQ(tc_->slow().flush_delay_items[kBin], g_thread_opt.tcache_gc_delay_bytes / kBinSize);
 }
 
 TEST_F(TcacheTest, GcVisitsOneBinPerStepRoundRobin) {
-  tc_->slow.next_gc_bin = g_tcache_geo.nhbins - 1;
+  tc_->slow().next_gc_bin = g_tcache_geo.nhbins - 1;
   tcache_gc_step(tc_.get());
-  EXPECT_EQ(tc_->slow.next_gc_bin, 0u);
+  EXPECT_EQ(tc_->slow().next_gc_bin, 0u);
   for (unsigned i = 1; i <= 3; i++) {
     tcache_gc_step(tc_.get());
-    EXPECT_EQ(tc_->slow.next_gc_bin, i);
+    EXPECT_EQ(tc_->slow().next_gc_bin, i);
   }
 }
 
@@ -330,7 +330,7 @@ TEST_F(TcacheTest, SetArenaMergesPendingRequestsIntoTheOldArena) {
   // Large classes: one flush each, as 5.3.0 counts a merge.
   EXPECT_EQ(large_stat("nflushes") - lflush, g_tcache_geo.nhbins - sc::kNBins);
   EXPECT_EQ(bin(kBin).nrequests, 0u);
-  EXPECT_EQ(tc_->slow.arena, other);
+  EXPECT_EQ(tc_->slow().arena, other);
   // What is cached from now on counts for the new arena.
   cache_small(3);
   EXPECT_EQ(tcache_bytes(other), 3 * kBinSize);
@@ -346,9 +346,8 @@ TEST_F(TcacheTest, DestroyReturnsEverythingAndZeroesTheCache) {
   EXPECT_EQ(bin_stats(arena_, kBin).curregs, s0.curregs);
   EXPECT_EQ(curlextents(), 0u);
   EXPECT_EQ(tcache_bytes(arena_), 0u);
-  EXPECT_EQ(tc_->slow.stack, nullptr);
-  EXPECT_EQ(tc_->slow.arena, nullptr);
-  for (szind_t i = 0; i < kTcacheMaxBins; i++) EXPECT_EQ(bin(i).ncached_max(), 0u) << i;
+  EXPECT_EQ(tc_->cold, nullptr);  // the large bins and the cold state went with the block
+  for (szind_t i = 0; i < sc::kNBins; i++) EXPECT_EQ(bin(i).ncached_max(), 0u) << i;
   // The arena has no thread, so the teardown's decay pass purged it entirely.
   ArenaPages pg = arena_pages(arena_->ind());
   EXPECT_EQ(pg.active, 0u);
@@ -363,7 +362,7 @@ TEST_F(TcacheTest, ExplicitCachesReuseTheLastDestroyedIndex) {
   EXPECT_NE(i1, i2);
   Tcache* t1 = tcaches_get(i1);
   ASSERT_NE(t1, nullptr);
-  EXPECT_EQ(t1->slow.arena, arena_);
+  EXPECT_EQ(t1->slow().arena, arena_);
   EXPECT_EQ(t1->bins[kBin].ncached_max(), g_tcache_geo.ncached_max[kBin]);
   // Flushing empties the cache and keeps it usable.
   void* p = tcache_alloc_small_hard(t1, arena_, kBin);

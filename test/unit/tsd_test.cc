@@ -87,7 +87,7 @@ TEST_F(TsdTest, FirstFetchBindsAnArenaAndBuildsTheCache) {
     EXPECT_TRUE(tsd.tcache_enabled);
     ASSERT_NE(tsd.arena, nullptr);
     EXPECT_FALSE(tsd.arena->manual());
-    EXPECT_EQ(tsd.tcache.slow.arena, tsd.arena);
+    EXPECT_EQ(tsd.tcache.slow().arena, tsd.arena);
     EXPECT_EQ(tsd_tcache(tsd), &tsd.tcache);
     EXPECT_EQ(tsd_arena(tsd), tsd.arena);
     EXPECT_TRUE(t_bin_shards.assigned);
@@ -171,7 +171,7 @@ TEST_F(TsdTest, DisablingTheCacheFlushesItAndEnablingBuildsAFreshOne) {
     EXPECT_EQ(tsd.state, TsdState::kNominalSlow);
     EXPECT_FALSE(tsd.tcache_enabled);
     EXPECT_EQ(tsd_tcache(tsd), nullptr);
-    EXPECT_EQ(tsd.tcache.slow.stack, nullptr);
+    EXPECT_EQ(tsd.tcache.cold, nullptr);
     EXPECT_EQ(tcache_bytes(m), 0u);
     EXPECT_EQ(tsd.allocated_next_event_fast, 0u);  // every call takes the slow path
     EXPECT_EQ(tsd.deallocated_next_event_fast, 0u);
@@ -181,7 +181,7 @@ TEST_F(TsdTest, DisablingTheCacheFlushesItAndEnablingBuildsAFreshOne) {
     EXPECT_EQ(tsd.state, TsdState::kNominal);
     EXPECT_TRUE(tsd.tcache_enabled);
     EXPECT_EQ(tsd_tcache(tsd), &tsd.tcache);
-    EXPECT_EQ(tsd.tcache.slow.arena, m);
+    EXPECT_EQ(tsd.tcache.slow().arena, m);
     EXPECT_EQ(tsd.tcache.bins[kBin].ncached(), 0u);
     EXPECT_EQ(tsd.allocated_next_event_fast, tsd.allocated_next_event);
   });
@@ -200,7 +200,7 @@ TEST_F(TsdTest, SetArenaMovesTheBindingAndTheCache) {
     tsd_set_arena(tsd, m1);
     EXPECT_EQ(nthreads(first), first_threads - 1);
     EXPECT_EQ(nthreads(m1), 1u);
-    EXPECT_EQ(tsd.tcache.slow.arena, m1);
+    EXPECT_EQ(tsd.tcache.slow().arena, m1);
     tsd_set_arena(tsd, m1);  // same arena: no change
     EXPECT_EQ(nthreads(m1), 1u);
     tsd_set_arena(tsd, m2);
@@ -208,7 +208,7 @@ TEST_F(TsdTest, SetArenaMovesTheBindingAndTheCache) {
     EXPECT_EQ(nthreads(m2), 1u);
     EXPECT_EQ(tsd.arena, m2);
     EXPECT_EQ(tsd_arena(tsd), m2);
-    EXPECT_EQ(tsd.tcache.slow.arena, m2);
+    EXPECT_EQ(tsd.tcache.slow().arena, m2);
   });
   EXPECT_EQ(nthreads(m2), 0u);
 }
@@ -220,21 +220,21 @@ TEST_F(TsdTest, CacheGcRunsEveryIncrBytesOnBothSides) {
     const unsigned nhbins = g_tcache_geo.nhbins;
     EXPECT_EQ(tsd.gc_next_alloc - tsd.allocated, incr);
     EXPECT_EQ(tsd.gc_next_dalloc - tsd.deallocated, incr);
-    unsigned visited = tsd.tcache.slow.next_gc_bin;
+    unsigned visited = tsd.tcache.slow().next_gc_bin;
     tsd.allocated = tsd.gc_next_alloc - 1;
     tsd_alloc_event(tsd);
-    EXPECT_EQ(tsd.tcache.slow.next_gc_bin, visited) << "GC ran a byte early";
+    EXPECT_EQ(tsd.tcache.slow().next_gc_bin, visited) << "GC ran a byte early";
     tsd.allocated++;
     tsd_alloc_event(tsd);
-    EXPECT_EQ(tsd.tcache.slow.next_gc_bin, (visited + 1) % nhbins);
+    EXPECT_EQ(tsd.tcache.slow().next_gc_bin, (visited + 1) % nhbins);
     EXPECT_EQ(tsd.gc_next_alloc, tsd.allocated + incr);
     EXPECT_LE(tsd.allocated_next_event, tsd.gc_next_alloc);
     tsd.deallocated = tsd.gc_next_dalloc - 1;
     tsd_dalloc_event(tsd);
-    EXPECT_EQ(tsd.tcache.slow.next_gc_bin, (visited + 1) % nhbins);
+    EXPECT_EQ(tsd.tcache.slow().next_gc_bin, (visited + 1) % nhbins);
     tsd.deallocated++;
     tsd_dalloc_event(tsd);
-    EXPECT_EQ(tsd.tcache.slow.next_gc_bin, (visited + 2) % nhbins);
+    EXPECT_EQ(tsd.tcache.slow().next_gc_bin, (visited + 2) % nhbins);
     EXPECT_EQ(tsd.gc_next_dalloc, tsd.deallocated + incr);
     EXPECT_EQ(tsd.deallocated_next_event_fast, tsd.deallocated_next_event);
   });
