@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdlib>
 
+#include "api/alloc_path.h"
 #include "api/fork.h"
 #include "api/globals.h"
 #include "arena/arena_options.h"
@@ -20,6 +21,7 @@
 #include "thread/core_boot.h"
 #include "thread/tcache.h"
 #include "thread/thread_options.h"
+#include "thread/tsd.h"
 
 namespace je::api {
 
@@ -167,6 +169,11 @@ bool malloc_init() {
     fork_register();
     // The unwinder's first walk may allocate: only now that allocation works.
     if (!prof_boot_late()) io_printf("<jemalloc>: cannot set up heap profiling\n");
+    if (prof_enabled()) {
+      tsd_set_exit_hook(prof_thread_exit);
+      // Sampled blocks are page aligned: sized frees must not push them into a bin.
+      api::g_sized_free_mask = config::kPage - 1;
+    }
     if (g_opt.stats_print) atexit(print_stats_at_exit);
     // Creating threads allocates, so only now; the allocator keeps working without them.
     if (g_opt.background_thread && !background_thread_set_enabled(true)) {

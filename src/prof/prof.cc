@@ -1,12 +1,19 @@
 // prof.cc: heap profiling's run-time switches and per-thread data (see prof.h).
 #include "prof/prof.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "meta/base.h"
 #include "prof/prof_backtrace.h"
 #include "prof/prof_ctx.h"
+#include "prof/prof_dump.h"
+#include "prof/prof_tctx.h"
+#include "support/malloc_io.h"
 #include "support/compiler.h"
 #include "support/mutex.h"
 
@@ -45,6 +52,8 @@ char* name_buffer(size_t need, size_t* cap) {
   return p;
 }
 
+void prof_at_exit();
+
 void copy_prefix(const char* s) {
   size_t n = strnlen(s, kProfPathMax);
   memcpy(g_prefix, s, n);
@@ -82,6 +91,8 @@ bool prof_boot_late() {
   if (!prof_enabled()) return true;
   if (!prof_ctx_boot()) return false;
   prof_backtrace_boot();  // an empty walk is no failure: sampling then records short stacks
+  prof_tctx_boot();
+  if (g_opts.final_dump) atexit(prof_at_exit);
   return true;
 }
 
@@ -120,7 +131,189 @@ void prof_reset(size_t lg_sample) {
   g_lg_sample.store(lg_sample, std::memory_order_relaxed);
 }
 
-bool prof_mdump(const char*) { return false; }
+namespace {
+
+// Dumps, one at a time (kProfDump, outside kProf). The per-thread totals of the header lines
+// are summed into a buffer indexed by thread id, grown from base memory (never freed).
+constinit Mutex g_dump_mtx{LockRank::kProfDump, "prof_dump"};
+constinit uint64_t g_dump_seq = 0;  // 5.3.0's prof_dump_seq: every automatic name
+constinit uint64_t g_mdump_n = 0;   // the m<n> counter of prof.dump
+constinit uint64_t g_idump_n = 0;   // i<n>, interval dumps
+constinit uint64_t g_udump_n = 0;   // u<n>, gdump
+constinit ProfCnt* g_thr_tot = nullptr;
+constinit size_t g_thr_cap = 0;
+constexpr unsigned kCopyMax = 1024;  // per-thread counters copied per context
+constinit ProfThreadCnt g_copy[kCopyMax];
+
+bool cnt_shown(const ProfCnt& c) { return c.curobjs != 0 || (g_opts.accum && c.accumobjs != 0); }
+
+// Counts as written: whole objects (the table keeps them in kProfObjsOne fixed point). A line
+// with bytes keeps at least one object.
+ProfCnt whole(const ProfCnt& c) {
+  auto objs = [](uint64_t o, uint64_t bytes) {
+    uint64_t n = (o + kProfObjsOne / 2) / kProfObjsOne;
+    return n == 0 && bytes != 0 ? uint64_t{1} : n;
+  };
+  return ProfCnt{objs(c.curobjs, c.curbytes), c.curbytes, objs(c.accumobjs, c.accumbytes),
+                 c.accumbytes};
+}
+
+void cnt_add(ProfCnt* to, const ProfCnt& c) {
+  to->curobjs += c.curobjs;
+  to->curbytes += c.curbytes;
+  to->accumobjs += c.accumobjs;
+  to->accumbytes += c.accumbytes;
+}
+
+// Whole-process totals and the number of contexts with live samples (g_dump_mtx held).
+bool sum_threads(ProfCnt* all, size_t* nctx, uint64_t nthreads) {
+  if (nthreads > g_thr_cap) {
+    Base* b = base_global();
+    size_t cap = g_thr_cap == 0 ? 64 : g_thr_cap;
+    while (cap < nthreads) cap *= 2;
+    auto* p = b == nullptr ? nullptr : static_cast<ProfCnt*>(b->alloc(cap * sizeof(ProfCnt), 64));
+    if (p == nullptr) return false;
+    g_thr_tot = p;
+    g_thr_cap = cap;
+  }
+  memset(g_thr_tot, 0, g_thr_cap * sizeof(ProfCnt));
+  *all = {};
+  *nctx = 0;
+  for (ProfCtx* c = prof_ctx_first(); c != nullptr; c = prof_ctx_next(c)) {
+    ProfCnt tot;
+    unsigned n = prof_ctx_copy(c, &tot, g_copy, kCopyMax);
+    if (!cnt_shown(tot)) continue;
+    ++*nctx;
+    cnt_add(all, tot);
+    for (unsigned i = 0; i < n && i < kCopyMax; i++) {
+      if (g_copy[i].thr_uid < g_thr_cap) cnt_add(&g_thr_tot[g_copy[i].thr_uid], g_copy[i].cnt);
+    }
+  }
+  return true;
+}
+
+// Writes the whole heap_v2 profile to `fd` (g_dump_mtx held). *all gets the totals.
+bool write_profile(int fd, ProfCnt* all, size_t* nctx) {
+  const uint64_t period = uint64_t{1} << prof_lg_sample();
+  const bool unbias = g_opts.unbias;
+  uint64_t nthreads;
+  {
+    MutexGuard g(g_prof_mtx);
+    nthreads = g_next_thr_uid;
+  }
+  if (!sum_threads(all, nctx, nthreads)) return false;
+  ProfDumpWriter w(fd);
+  prof_dump_header(w, period);
+  prof_dump_cnt_line(w, -1, whole(*all), period, unbias, nullptr);
+  // Thread lines in id order. The thread list is prepend-only, and a thread's name buffer is
+  // never freed, so it is walked without the registry lock once its head is read.
+  ProfTdata* head;
+  {
+    MutexGuard g(g_prof_mtx);
+    head = g_tdata_list;
+  }
+  for (uint64_t id = 0; id < nthreads && id < g_thr_cap; id++) {
+    if (!cnt_shown(g_thr_tot[id])) continue;
+    const char* name = nullptr;
+    for (ProfTdata* td = head; td != nullptr; td = td->next) {
+      if (td->thr_uid == id) {
+        name = td->name;
+        break;
+      }
+    }
+    prof_dump_cnt_line(w, static_cast<int64_t>(id), whole(g_thr_tot[id]), period, unbias, name);
+  }
+  for (ProfCtx* c = prof_ctx_first(); c != nullptr; c = prof_ctx_next(c)) {
+    ProfCnt tot;
+    unsigned n = prof_ctx_copy(c, &tot, g_copy, kCopyMax);
+    if (!cnt_shown(tot)) continue;
+    prof_dump_bt_line(w, c->vec, c->len);
+    prof_dump_cnt_line(w, -1, whole(tot), period, unbias, nullptr);
+    for (unsigned i = 0; i < n && i < kCopyMax; i++) {
+      if (!cnt_shown(g_copy[i].cnt)) continue;
+      prof_dump_cnt_line(w, static_cast<int64_t>(g_copy[i].thr_uid), whole(g_copy[i].cnt), period,
+                         unbias, nullptr);
+    }
+  }
+  prof_dump_maps(w);
+  return w.flush();
+}
+
+// One dump to `path` (g_dump_mtx held).
+bool dump_to(const char* path, ProfCnt* all, size_t* nctx) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    io_printf("<jemalloc>: failed to open \"%s\"\n", path);
+    return false;
+  }
+  bool ok = write_profile(fd, all, nctx);
+  if (close(fd) != 0) ok = false;
+  return ok;
+}
+
+// An automatic dump of `kind` ('m', 'i', 'u' with counter *n; 'f' without).
+bool dump_auto(char kind, uint64_t* n, ProfCnt* all, size_t* nctx) {
+  char prefix[kProfPathMax + 1];
+  prof_prefix_get(prefix, sizeof(prefix));
+  if (prefix[0] == '\0') return false;
+  char path[kProfPathMax + 1];
+  uint64_t k = n != nullptr ? (*n)++ : 0;
+  if (!prof_dump_filename(path, sizeof(path), prefix, getpid(), g_dump_seq++, kind, k)) {
+    return false;
+  }
+  return dump_to(path, all, nctx);
+}
+
+// At exit: prof_final's dump and, with prof_leak, the leak summary (5.3.0's prof_fdump).
+void prof_at_exit() {
+  if (!prof_enabled()) return;
+  ProfCnt all{};
+  size_t nctx = 0;
+  bool dumped;
+  {
+    MutexGuard g(g_dump_mtx);
+    dumped = dump_auto('f', nullptr, &all, &nctx);
+  }
+  if (!dumped || !g_opts.leak || all.curbytes == 0) return;
+  all = whole(all);
+  io_printf(
+      "<jemalloc>: Leak approximation summary: ~%llu byte%s, ~%llu object%s, >= %zu context%s\n",
+      static_cast<unsigned long long>(all.curbytes), all.curbytes != 1 ? "s" : "",
+      static_cast<unsigned long long>(all.curobjs), all.curobjs != 1 ? "s" : "", nctx,
+      nctx != 1 ? "s" : "");
+  io_printf("<jemalloc>: Run jeprof on dump output for leak detail\n");
+  if (g_opts.leak_error) {
+    io_printf("<jemalloc>: Exiting with error code because memory leaks were detected\n");
+    _exit(1);
+  }
+}
+
+}  // namespace
+
+bool prof_mdump(const char* filename) {
+  if (!prof_enabled()) return false;
+  ProfCnt all;
+  size_t nctx;
+  MutexGuard g(g_dump_mtx);
+  if (filename == nullptr) return dump_auto('m', &g_mdump_n, &all, &nctx);
+  return dump_to(filename, &all, &nctx);
+}
+
+bool prof_idump() {
+  if (!prof_enabled()) return false;
+  ProfCnt all;
+  size_t nctx;
+  MutexGuard g(g_dump_mtx);
+  return dump_auto('i', &g_idump_n, &all, &nctx);
+}
+
+bool prof_gdump() {
+  if (!prof_enabled()) return false;
+  ProfCnt all;
+  size_t nctx;
+  MutexGuard g(g_dump_mtx);
+  return dump_auto('u', &g_udump_n, &all, &nctx);
+}
 
 ProfTdata* prof_tdata_get() {
   if (!prof_enabled()) return nullptr;
@@ -192,8 +385,20 @@ void prof_thread_exit() {
   if (t_tdata != nullptr) t_tdata->exited.store(true, std::memory_order_release);
 }
 
-void prof_prefork() { g_prof_mtx.prefork(); }
-void prof_postfork_parent() { g_prof_mtx.postfork_parent(); }
-void prof_postfork_child() { g_prof_mtx.postfork_child(); }
+void prof_prefork() {
+  g_dump_mtx.prefork();
+  g_prof_mtx.prefork();
+  prof_tctx_prefork();
+}
+void prof_postfork_parent() {
+  prof_tctx_postfork_parent();
+  g_prof_mtx.postfork_parent();
+  g_dump_mtx.postfork_parent();
+}
+void prof_postfork_child() {
+  prof_tctx_postfork_child();
+  g_prof_mtx.postfork_child();
+  g_dump_mtx.postfork_child();
+}
 
 }  // namespace je

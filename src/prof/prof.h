@@ -86,9 +86,13 @@ void prof_prefix_get(char* buf, size_t size);
 /// prof.reset: the new sample rate (already clipped to kProfLgSampleMax).
 void prof_reset(size_t lg_sample);
 /// prof.dump: writes a heap profile to `filename` (nullptr: <prefix>.<pid>.<seq>.m<n>.heap).
-/// True on success. Not implemented yet (sampling and the heap_v2 writer are the next steps of
-/// issue #11): always false, which prof.dump reports as EFAULT, 5.3.0's "dump failed".
+/// True on success; false (prof.dump's EFAULT, 5.3.0's "dump failed") when profiling is off,
+/// the prefix is empty, or the file cannot be written.
 bool prof_mdump(const char* filename);
+/// Interval dump (lg_prof_interval): <prefix>.<pid>.<seq>.i<n>.heap.
+bool prof_idump();
+/// High-water dump (prof.gdump): <prefix>.<pid>.<seq>.u<n>.heap.
+bool prof_gdump();
 
 // ---- per-thread data (thread.prof.*) ---------------------------------------------------------
 

@@ -25,6 +25,9 @@ enum class LockRank : uint8_t {
   // The mallctl tree's mutex: a ctl call may create arenas, read every mutex's stats, purge or
   // reset arenas, so it nests outside all allocator-internal locks.
   kCtl,
+  // Heap profile dumps (src/prof): one at a time; a dump takes the registry below and the
+  // context table's mutex, each briefly, and base memory.
+  kProfDump,
   // The heap profiler's registry of thread data and its dump prefix (src/prof): held for short
   // list and buffer updates, which may take base memory.
   kProf,
@@ -80,6 +83,7 @@ constexpr const char* lock_rank_name(LockRank rank) {
   switch (rank) {
     case LockRank::kInit: return "init";
     case LockRank::kCtl: return "ctl";
+    case LockRank::kProfDump: return "prof_dump";
     case LockRank::kProf: return "prof";
     case LockRank::kTcaches: return "tcaches";
     case LockRank::kArenas: return "arenas";
