@@ -161,6 +161,7 @@ constexpr Valid kValid[] = {
     {"extent_best_fit", "false", "extent_best_fit", "false"},
     {"borrow_dirty", "false", "borrow_dirty", "false"},
     {"decay_hold_peak", "false", "decay_hold_peak", "false"},
+    {"safety_checks", "true", "safety_checks", "true"},
     {"prof", "true", "prof", "true"},
     {"prof_prefix", "/tmp/x", "prof_prefix", "/tmp/x"},
     {"prof_active", "false", "prof_active", "false"},
