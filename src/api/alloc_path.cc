@@ -186,6 +186,9 @@ JE_NOINLINE_COLD void dalloc_sampled(Edata* e) {
 // sampled byte cannot make it "more sampled", so they must not count towards the next one).
 void prof_arm(Tsd& tsd, uint64_t from) {
   if (tsd.prof_prng == 0) tsd.prof_prng = addr_of(&tsd) ^ 0x9e3779b97f4a7c15ULL;
+  // lg_prof_interval counts bytes in batches of one sample distance per thread.
+  if (tsd.prof_armed && !in_reentrant_call()) prof_interval_account(from - tsd.prof_counted);
+  tsd.prof_counted = from;
   tsd_set_prof_next_sample(tsd, from + prof_sample_gap(&tsd.prof_prng, prof_lg_sample()));
 }
 

@@ -154,6 +154,8 @@ ProfCnt whole(const ProfCnt& c) {
     uint64_t n = (o + kProfObjsOne / 2) / kProfObjsOne;
     return n == 0 && bytes != 0 ? uint64_t{1} : n;
   };
+  // The bracketed (accumulated) counts are 0 unless prof_accum, as in 5.3.0.
+  if (!g_opts.accum) return ProfCnt{objs(c.curobjs, c.curbytes), c.curbytes, 0, 0};
   return ProfCnt{objs(c.curobjs, c.curbytes), c.curbytes, objs(c.accumobjs, c.accumbytes),
                  c.accumbytes};
 }
@@ -305,6 +307,19 @@ bool prof_idump() {
   size_t nctx;
   MutexGuard g(g_dump_mtx);
   return dump_auto('i', &g_idump_n, &all, &nctx);
+}
+
+void prof_interval_account(uint64_t bytes) {
+  static constinit std::atomic<uint64_t> accum{0};
+  const uint64_t interval = g_interval;
+  if (interval == 0 || bytes == 0) return;
+  uint64_t cur = accum.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  while (cur >= interval) {
+    if (accum.compare_exchange_weak(cur, cur - interval, std::memory_order_relaxed)) {
+      prof_idump();
+      return;
+    }
+  }
 }
 
 bool prof_gdump() {

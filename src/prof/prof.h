@@ -91,6 +91,9 @@ void prof_reset(size_t lg_sample);
 bool prof_mdump(const char* filename);
 /// Interval dump (lg_prof_interval): <prefix>.<pid>.<seq>.i<n>.heap.
 bool prof_idump();
+/// lg_prof_interval: `bytes` more were allocated (by one thread, in a batch); writes an interval
+/// dump each time the process-wide count passes a multiple of prof.interval. No lock held.
+void prof_interval_account(uint64_t bytes);
 /// High-water dump (prof.gdump): <prefix>.<pid>.<seq>.u<n>.heap.
 bool prof_gdump();
 

@@ -46,6 +46,7 @@ struct Tsd {
   uint64_t peak_max;
   uint64_t prof_next_sample;  // heap profiling: the allocation crossing it is sampled
   uint64_t prof_prng;         // ... and the state that draws the distance to the next one
+  uint64_t prof_counted;      // allocated when the last threshold was drawn (lg_prof_interval)
   Arena* arena;
   TsdState state;
   bool tcache_enabled;

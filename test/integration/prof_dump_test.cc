@@ -8,6 +8,7 @@
 // 10% of the truth and the freed function absent. Known difference: 5.3.0 never samples a
 // second thread (doc/profiling.md), so the two threads' functions are checked on ours only.
 // A second child forks while profiling: the fork child allocates and dumps, the parent too.
+#include <dirent.h>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -197,7 +198,41 @@ void mode_fork(const char* path) {
   emit("parent_dump_ok", err == 0 && read_dump(path, est, &nt) != 0 && est[kSmall] > 0);
 }
 
-constexpr Mode kModes[] = {{"noop", mode_noop}, {"known", mode_known}, {"fork", mode_fork}};
+// Allocates and frees 80 MiB, 4 KiB at a time (interval dumps), leaving 64 KiB leaked.
+void mode_churn(const char*) {
+  for (int i = 0; i < 20480; i++) {
+    void* volatile p = malloc(4096);
+    free(p);
+  }
+  for (int i = 0; i < 16; i++) jt::escape(malloc(4096));
+  emit("pid", getpid());
+  std::fflush(stdout);  // prof_leak_error ends the process with _exit(1)
+}
+
+constexpr Mode kModes[] = {
+    {"noop", mode_noop}, {"known", mode_known}, {"fork", mode_fork}, {"churn", mode_churn}};
+
+// Removes the files /tmp/<stem>.<pid>.<seq>.<kind>*.heap (stem: a file name in /tmp) and returns how many there were.
+int take_dumps(const char* stem, long long pid, char kind) {
+  char head[256];
+  std::snprintf(head, sizeof(head), "%s.%lld.", stem, pid);
+  DIR* d = opendir("/tmp");
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d)) {
+    size_t hl = std::strlen(head);
+    if (std::strncmp(e->d_name, head, hl) != 0) continue;
+    const char* dot = std::strchr(e->d_name + hl, '.');  // past <seq>
+    char path[512];
+    std::snprintf(path, sizeof(path), "/tmp/%s", e->d_name);
+    if (dot != nullptr && dot[1] == kind) {
+      n++;
+      unlink(path);
+    }
+  }
+  closedir(d);
+  return n;
+}
 
 void dump_path(char (&buf)[256], const char* tag) {
   std::snprintf(buf, sizeof(buf), "/tmp/prof_dump_test.%d.%s.heap", static_cast<int>(getpid()),
@@ -246,6 +281,35 @@ TEST(prof_dump_after_fork_in_parent_and_child) {
   if (!ran) return;
   EXPECT_CHILD(c, "fork_child_ok", kEq, 1);
   EXPECT_CHILD(c, "parent_dump_ok", kEq, 1);
+}
+
+TEST(prof_interval_final_and_leak_error) {
+  char stem[64], conf[256];
+  std::snprintf(stem, sizeof(stem), "prof_dump_test_%d", static_cast<int>(getpid()));
+  // 80 MiB at lg_prof_interval:24 (16 MiB): 4 interval dumps (5.3.0 writes 4 too), then the
+  // final dump at exit.
+  std::snprintf(conf, sizeof(conf),
+                "prof:true,lg_prof_interval:24,prof_final:true,prof_prefix:/tmp/%s", stem);
+  Child c;
+  if (child(&c, "churn", conf)) {
+    long long pid = value(c, "pid");
+    int ni = take_dumps(stem, pid, 'i');
+    if (ni < 3 || ni > 5) FAIL_MSG("%d interval dumps, expected about 4", ni);
+    EXPECT_EQ(take_dumps(stem, pid, 'f'), 1);
+  }
+  // prof_leak_error: the 64 KiB left allocated make the process exit with status 1, at every
+  // sample rate where it is sampled (lg_prof_sample:0: every allocation).
+  std::snprintf(
+      conf, sizeof(conf),
+      "prof:true,lg_prof_sample:0,prof_final:true,prof_leak_error:true,prof_prefix:/tmp/%s", stem);
+  const char* argv[] = {program_name(), "--child", "churn", nullptr};
+  Child l = run_program(g_self, argv, conf);
+  if (!l.exited(1)) {
+    FAIL_MSG("prof_leak_error: expected exit status 1");
+    show(l);
+  }
+  EXPECT_TRUE(contains(l.err, "<jemalloc>: Leak approximation summary: "));
+  EXPECT_EQ(take_dumps(stem, value(l, "pid"), 'f'), 1);
 }
 
 int main(int argc, char** argv) { return run_main(argc, argv, kModes); }
