@@ -129,6 +129,9 @@ void prof_prefix_get(char* buf, size_t size) {
 void prof_reset(size_t lg_sample) {
   if (lg_sample > kProfLgSampleMax) lg_sample = kProfLgSampleMax;
   g_lg_sample.store(lg_sample, std::memory_order_relaxed);
+  // Every count restarts from zero; blocks sampled before stay sampled, and their frees credit
+  // what is left (the table clamps at zero).
+  if (prof_enabled()) prof_ctx_reset();
 }
 
 namespace {

@@ -83,7 +83,7 @@ uint64_t prof_interval();
 bool prof_prefix_set(const char* prefix);
 /// Copies the current dump prefix into buf (NUL-terminated, at most `size` bytes).
 void prof_prefix_get(char* buf, size_t size);
-/// prof.reset: the new sample rate (already clipped to kProfLgSampleMax).
+/// prof.reset: the new sample rate (clipped to kProfLgSampleMax); every count to zero.
 void prof_reset(size_t lg_sample);
 /// prof.dump: writes a heap profile to `filename` (nullptr: <prefix>.<pid>.<seq>.m<n>.heap).
 /// True on success; false (prof.dump's EFAULT, 5.3.0's "dump failed") when profiling is off,
