@@ -200,7 +200,7 @@ JE_NOINLINE_COLD void* alloc_sampled(Tsd& tsd, const Request& r, Arena* arena) {
   const bool promote = usize <= sc::kSmallMaxClass;
   const size_t lusize = promote ? sc::kLargeMinClass : usize;
   const size_t align = r.flags.alignment > config::kPage ? r.flags.alignment : config::kPage;
-  if (sz::sa2u(lusize, align) != lusize) return nullptr;
+  if (sz::sa2u(lusize, align) != lusize || !prof_tctx_wanted()) return nullptr;
   Arena* a = arena;
   if (a == nullptr) a = large_huge_arena_for(tsd.arena, large_huge_key(usize, align, r.size));
   if (a == nullptr) a = tsd_arena(tsd);

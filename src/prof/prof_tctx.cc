@@ -77,6 +77,12 @@ void prof_tctx_charge_of(size_t usize, size_t lg_sample, bool unbias, uint64_t* 
   *bytes = static_cast<uint64_t>(by + 0.5);
 }
 
+bool prof_tctx_wanted() {
+  if (!prof_active_get()) return false;
+  ProfTdata* td = prof_tdata_get();
+  return td != nullptr && td->active;
+}
+
 ProfTctx* prof_tctx_sample(size_t usize, unsigned skip) {
   if (!prof_active_get()) return nullptr;
   ProfTdata* td = prof_tdata_get();

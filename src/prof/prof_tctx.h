@@ -44,6 +44,9 @@ struct ProfTctx {
 /// thread's profiling is inactive (thread.prof.active / prof.active false) or memory is short:
 /// the block is then an ordinary one.
 ProfTctx* prof_tctx_sample(size_t usize, unsigned skip);
+/// Whether the calling thread samples now (prof.active and its thread.prof.active): checked
+/// before a sampled block is set up, so that a crossing with profiling inactive costs nothing.
+bool prof_tctx_wanted();
 /// The sampled block is freed: credit its context back and recycle the record.
 void prof_tctx_free(ProfTctx* t);
 /// Once, at boot with opt.prof (outside allocator locks): finds this library's code, whose
