@@ -239,9 +239,21 @@ void dump_path(char (&buf)[256], const char* tag) {
                 tag);
 }
 
+// A --disable-prof build has no profiler to test.
+bool profiling_built() {
+  bool on = false;
+  size_t sz = sizeof(on);
+  if (mallctl("config.prof", &on, &sz, nullptr, 0) != 0 || !on) {
+    jt::skip("config.prof is false (configure --disable-prof)");
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 TEST(prof_dump_attributes_known_functions_within_10_percent) {
+  if (!profiling_built()) return;
   char path[256];
   dump_path(path, "known");
   Child c;
@@ -271,6 +283,7 @@ TEST(prof_dump_attributes_known_functions_within_10_percent) {
 }
 
 TEST(prof_dump_after_fork_in_parent_and_child) {
+  if (!profiling_built()) return;
   char path[256], child_path[300];
   dump_path(path, "fork");
   std::snprintf(child_path, sizeof(child_path), "%s.child", path);
@@ -284,6 +297,7 @@ TEST(prof_dump_after_fork_in_parent_and_child) {
 }
 
 TEST(prof_interval_final_and_leak_error) {
+  if (!profiling_built()) return;
   char stem[64], conf[256];
   std::snprintf(stem, sizeof(stem), "prof_dump_test_%d", static_cast<int>(getpid()));
   // 80 MiB at lg_prof_interval:24 (16 MiB): 4 interval dumps (5.3.0 writes 4 too), then the
