@@ -132,7 +132,7 @@ void prof_postfork_child();
 // ---- inline ------------------------------------------------------------------------------------
 
 namespace prof_detail {
-extern constinit bool g_enabled;
+extern constinit bool g_enabled __attribute__((visibility("hidden")));
 }  // namespace prof_detail
 
 inline bool prof_enabled() { return config::kProf && prof_detail::g_enabled; }
