@@ -229,13 +229,18 @@ JE_NOINLINE_COLD void* alloc_sampled(Tsd& tsd, const Request& r, Arena* arena) {
 // With opt.prof: the sampled block when this allocation of `r` crosses the thread's threshold
 // (unless the call comes from inside the allocator, e.g. the unwinder), else nullptr; the next
 // distance is drawn either way.
-JE_ALWAYS_INLINE void* maybe_sample(Tsd& tsd, const Request& r, Arena* arena) {
-  if (!config::kProf || JE_LIKELY(!prof_enabled())) return nullptr;
+JE_NOINLINE_COLD void* maybe_sample_slow(Tsd& tsd, const Request& r, Arena* arena) {
   if (JE_UNLIKELY(!tsd.prof_armed)) prof_arm(tsd, tsd.allocated);
   if (tsd.allocated + r.usize < tsd.prof_next_sample) return nullptr;
   void* p = in_reentrant_call() ? nullptr : alloc_sampled(tsd, r, arena);
   prof_arm(tsd, tsd.allocated + r.usize);
   return p;
+}
+
+// Kept apart (cold, out of line) so that the slow paths pay only the flag test without it.
+JE_ALWAYS_INLINE void* maybe_sample(Tsd& tsd, const Request& r, Arena* arena) {
+  if (!config::kProf || JE_LIKELY(!prof_enabled())) return nullptr;
+  return maybe_sample_slow(tsd, r, arena);
 }
 
 void idalloc(Tcache* tc, void* ptr, const EmapEntry& ent) {
