@@ -10,9 +10,15 @@
 #include "arena/bin_info.h"
 #include "arena/large.h"
 #include "ctl/opt.h"
+#include "prof/prof.h"
+#include "prof/prof_sample.h"
+#include "prof/prof_tctx.h"
 #include "support/malloc_io.h"
+#include "support/reentrancy.h"
 
 namespace je::api {
+
+constinit uintptr_t g_sized_free_mask = ~uintptr_t{0};
 
 namespace {
 
@@ -155,9 +161,95 @@ void* ialloc(Tsd& tsd, size_t usize, size_t alignment, bool zero, Tcache* tc, Ar
   return p;
 }
 
+// ---- heap profiling ----------------------------------------------------------------------
+// A sampled allocation is a large extent of its own, never cached, carrying its record in
+// Edata::prof_rec. A sampled small allocation is promoted: the smallest large class, page
+// aligned, with its small class written into the map (so usable_size, sallocx and sized frees
+// see the small class); the free restores the large class before the extent goes back.
+
+// Whether the extent of map entry `ent` is a sampled block (the slab test first: slabs never
+// are, and it needs no load).
+JE_ALWAYS_INLINE bool is_sampled(const EmapEntry& ent) {
+  return config::kProf && !ent.slab && JE_UNLIKELY(ent.edata->prof_rec != nullptr);
+}
+
+JE_NOINLINE_COLD void dalloc_sampled(Edata* e) {
+  auto* t = static_cast<ProfTctx*>(e->prof_rec);
+  e->prof_rec = nullptr;
+  prof_tctx_free(t);
+  if (e->szind < sc::kNBins) g_emap.remap(e, sz::size2index(sc::kLargeMinClass), false);
+  arena_of(e)->dalloc_large(e);
+}
+
+// Draws the distance to the thread's next sample, counted from `from` bytes of allocation: the
+// end of the allocation that crossed the last threshold (bytes of that allocation beyond its
+// sampled byte cannot make it "more sampled", so they must not count towards the next one).
+void prof_arm(Tsd& tsd, uint64_t from) {
+  if (tsd.prof_prng == 0) tsd.prof_prng = addr_of(&tsd) ^ 0x9e3779b97f4a7c15ULL;
+  // lg_prof_interval counts bytes in batches of one sample distance per thread.
+  if (tsd.prof_armed && !in_reentrant_call()) prof_interval_account(from - tsd.prof_counted);
+  tsd.prof_counted = from;
+  tsd_set_prof_next_sample(tsd, from + prof_sample_gap(&tsd.prof_prng, prof_lg_sample()));
+}
+
+// The allocation that crosses the thread's threshold; nullptr when it is not sampled after
+// all (profiling inactive for this thread, or no memory for the record / the extent), in which
+// case the caller allocates normally.
+JE_NOINLINE_COLD void* alloc_sampled(Tsd& tsd, const Request& r, Arena* arena) {
+  const size_t usize = r.usize;
+  const bool promote = usize <= sc::kSmallMaxClass;
+  const size_t lusize = promote ? sc::kLargeMinClass : usize;
+  const size_t align = r.flags.alignment > config::kPage ? r.flags.alignment : config::kPage;
+  if (sz::sa2u(lusize, align) != lusize || !prof_tctx_wanted()) return nullptr;
+  Arena* a = arena;
+  if (a == nullptr) a = large_huge_arena_for(tsd.arena, large_huge_key(usize, align, r.size));
+  if (a == nullptr) a = tsd_arena(tsd);
+  // A promoted block's map entry names a small class, which a manual arena's reset (walking
+  // its large extents) must never meet: promote into automatic arena 0 instead.
+  if (a != nullptr && promote && a->manual()) a = arena_get(0, false);
+  if (a == nullptr) return nullptr;
+  const bool zero = alloc_zeroed(r.flags.zero);
+  void* p = a->malloc_large(lusize, align, zero, /*may_borrow=*/arena == nullptr);
+  if (p == nullptr) return nullptr;
+  Edata* e = g_emap.lookup_entry(p).edata;
+  // Frames dropped: alloc_sampled, allocate.
+  ProfTctx* t = prof_tctx_sample(usize, 2);
+  if (t == nullptr) {
+    // Not sampled after all: an ordinary large block (promotion undone by the caller's
+    // normal path).
+    arena_of(e)->dalloc_large(e);
+    return nullptr;
+  }
+  if (promote) g_emap.remap(e, sz::size2index(usize), false);
+  e->prof_rec = t;
+  junk_on_alloc(p, usize, zero);
+  return p;
+}
+
+// With opt.prof: the sampled block when this allocation of `r` crosses the thread's threshold
+// (unless the call comes from inside the allocator, e.g. the unwinder), else nullptr; the next
+// distance is drawn either way.
+JE_NOINLINE_COLD void* maybe_sample_slow(Tsd& tsd, const Request& r, Arena* arena) {
+  if (JE_UNLIKELY(!tsd.prof_armed)) prof_arm(tsd, tsd.allocated);
+  if (tsd.allocated + r.usize < tsd.prof_next_sample) return nullptr;
+  void* p = in_reentrant_call() ? nullptr : alloc_sampled(tsd, r, arena);
+  prof_arm(tsd, tsd.allocated + r.usize);
+  return p;
+}
+
+// Kept apart (cold, out of line) so that the slow paths pay only the flag test without it.
+JE_ALWAYS_INLINE void* maybe_sample(Tsd& tsd, const Request& r, Arena* arena) {
+  if (!config::kProf || JE_LIKELY(!prof_enabled())) return nullptr;
+  return maybe_sample_slow(tsd, r, arena);
+}
+
 void idalloc(Tcache* tc, void* ptr, const EmapEntry& ent) {
   szind_t ind = ent.szind;
   junk_on_free(ptr, sz::index2size(ind));
+  if (is_sampled(ent)) {
+    dalloc_sampled(ent.edata);
+    return;
+  }
   if (tc != nullptr && ind < g_tcache_geo.nhbins) {
     CacheBin& bin = tc->bin(ind);
     if (bin.push_fast(ptr)) return;
@@ -213,8 +305,11 @@ void* allocate(const Request& r) {
   if (JE_UNLIKELY(bad)) return nullptr;
   Tcache* tc = pick_tcache(tsd, r.flags.tcache);
   if (JE_UNLIKELY(r.flags.tcache >= 2 && tc == nullptr)) return nullptr;
-  void* p = ialloc(tsd, r.usize, r.flags.alignment, r.flags.zero, tc, arena,
-                   large_huge_key(r.usize, r.flags.alignment, r.size));
+  void* p = maybe_sample(tsd, r, arena);
+  if (JE_LIKELY(p == nullptr)) {
+    p = ialloc(tsd, r.usize, r.flags.alignment, r.flags.zero, tc, arena,
+               large_huge_key(r.usize, r.flags.alignment, r.size));
+  }
   if (JE_LIKELY(p != nullptr)) {
     tsd.allocated += r.usize;
     tsd_alloc_event(tsd);
@@ -306,7 +401,12 @@ void* reallocate(void* ptr, const Request& r) {
   }
   size_t oldsize = sz::index2size(ent.szind);
   size_t newsize;
-  if (arena_ralloc_no_move(ptr, ent, usize, 0, alignment, r.flags.zero, &newsize)) {
+  // A sampled block is never resized in place: it moves (and the new block may be sampled);
+  // nor is a block whose resize crosses the thread's sample threshold, so that it is sampled.
+  const bool due = config::kProf && prof_enabled() && tsd.prof_armed &&
+                   tsd.allocated + usize >= tsd.prof_next_sample && !in_reentrant_call();
+  if (!due && !is_sampled(ent) &&
+      arena_ralloc_no_move(ptr, ent, usize, 0, alignment, r.flags.zero, &newsize)) {
     account_resize(tsd, newsize, oldsize);
     return ptr;
   }
@@ -315,8 +415,10 @@ void* reallocate(void* ptr, const Request& r) {
   if (JE_UNLIKELY(bad)) return nullptr;
   Tcache* tc = pick_tcache(tsd, r.flags.tcache);
   const size_t huge_key = large_huge_key(usize, alignment, /*request=*/0);
-  void* p;
-  if (large_ralloc_bypasses_cache(oldsize, usize)) {
+  void* p = maybe_sample(tsd, r, arena);
+  if (p != nullptr) {
+    // sampled: a block of its own
+  } else if (large_ralloc_bypasses_cache(oldsize, usize)) {
     p = large_malloc(
         arena, tsd.arena, [&tsd] { return tsd_arena(tsd); }, usize, alignment, r.flags.zero,
         huge_key);
@@ -334,6 +436,7 @@ size_t resize_in_place(void* ptr, size_t size, size_t extra, const Flags& f) {
   EmapEntry ent = g_emap.lookup_entry(ptr);
   if (JE_UNLIKELY(ent.edata == nullptr)) return 0;
   size_t oldsize = sz::index2size(ent.szind);
+  if (is_sampled(ent)) return oldsize;  // sampled blocks stay as they are (5.3.0 too)
   size_t newsize;
   if (arena_ralloc_no_move(ptr, ent, size, extra, f.alignment, f.zero, &newsize) &&
       newsize != oldsize) {

@@ -115,6 +115,22 @@ bool ensure_init();
 
 // ---- fast paths ------------------------------------------------------------------------------
 
+/// The pointer test of sized_free_fast: all ones (ptr != nullptr), or with opt.prof the page
+/// offset bits (set once at initialization, see malloc_init).
+extern constinit uintptr_t g_sized_free_mask __attribute__((visibility("hidden")));
+
+/// (ptr & mask) != 0 in one instruction: `test` with the mask in memory (the compiler would
+/// load it into a register first, one instruction more on the fast path).
+JE_ALWAYS_INLINE bool ptr_passes(const void* ptr, const uintptr_t& mask) {
+#if defined(__x86_64__)
+  bool zero;
+  asm("test %1, %2" : "=@ccz"(zero) : "r"(ptr), "m"(mask));
+  return !zero;
+#else
+  return (addr_of(ptr) & mask) != 0;
+#endif
+}
+
 /// The small-allocation fast path; `Slow` is the entry point's own slow path (errno for
 /// malloc, none for mallocx, new-handler + throw for operator new) and gets a tail call.
 template <void* (*Slow)(size_t)>
@@ -160,7 +176,11 @@ JE_ALWAYS_INLINE void sized_free_fast(void* ptr, size_t size) {
     Tsd& tsd = t_tsd;
     szind_t ind = sz::size2index(size);
     uint64_t after = tsd.deallocated + sz::index2size(ind);
-    if (JE_LIKELY(after < tsd.deallocated_next_event_fast && ptr != nullptr)) {
+    // ptr & g_sized_free_mask: ptr != nullptr normally; with opt.prof, "not page aligned",
+    // which also excludes every sampled block (page aligned, not the small region `size`
+    // says) -- one test with a memory operand either way. With opt.prof a small region that
+    // starts a page takes the slow path, which looks it up (as in 5.3.0).
+    if (JE_LIKELY(after < tsd.deallocated_next_event_fast && ptr_passes(ptr, g_sized_free_mask))) {
       if (JE_LIKELY(tsd.tcache.bins[ind].push_fast(ptr))) {
         tsd.deallocated = after;
         return;

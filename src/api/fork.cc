@@ -11,6 +11,8 @@
 #include "extent/dss.h"
 #include "extent/emap.h"
 #include "meta/base.h"
+#include "prof/prof.h"
+#include "prof/prof_ctx.h"
 #include "thread/tcache.h"
 #include "thread/tsd.h"
 
@@ -29,6 +31,8 @@ void for_each_arena(F f) {
 void prefork() {
   if (!g_initialized.load(std::memory_order_acquire)) return;
   ctl_prefork();
+  prof_prefork();
+  prof_ctx_prefork();
   // The switch is held while threads are created, which allocates: take it before any lock
   // an allocation may need.
   background_thread_prefork0();
@@ -55,6 +59,8 @@ void postfork_parent() {
   background_thread_postfork_parent();
   arenas_postfork_parent();
   tcaches_postfork_parent();
+  prof_ctx_postfork_parent();
+  prof_postfork_parent();
   ctl_postfork_parent();
 }
 
@@ -71,6 +77,8 @@ void postfork_child() {
   const bool has_tsd = tsd.state == TsdState::kNominal || tsd.state == TsdState::kNominalSlow;
   arenas_postfork_child(has_tsd ? tsd.arena : nullptr);
   tcaches_postfork_child(tsd.state == TsdState::kNominal ? &tsd.tcache : nullptr);
+  prof_ctx_postfork_child();
+  prof_postfork_child();
   ctl_postfork_child();
 }
 

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdlib>
 
+#include "api/alloc_path.h"
 #include "api/fork.h"
 #include "api/globals.h"
 #include "arena/arena_options.h"
@@ -14,11 +15,13 @@
 #include "ctl/opt.h"
 #include "ctl/stats_print.h"
 #include "meta/sc.h"
+#include "prof/prof.h"
 #include "support/config.h"
 #include "support/malloc_io.h"
 #include "thread/core_boot.h"
 #include "thread/tcache.h"
 #include "thread/thread_options.h"
+#include "thread/tsd.h"
 
 namespace je::api {
 
@@ -110,6 +113,25 @@ constexpr Options kDefaultOptions{};
 static_assert(core_config(kDefaultOptions) == CoreConfig{},
               "CoreConfig / ArenaOptions / ThreadOptions defaults differ from the option table");
 
+// The profiler's options from the table (prof_prefix points into g_opt; prof_boot copies it).
+ProfOptions prof_config(const Options& o) {
+  ProfOptions p;
+  p.prof = o.prof;
+  p.prefix = o.prof_prefix;
+  p.active = o.prof_active;
+  p.thread_active_init = o.prof_thread_active_init;
+  p.lg_sample = o.lg_prof_sample;
+  p.lg_interval = o.lg_prof_interval;
+  p.gdump = o.prof_gdump;
+  p.final_dump = o.prof_final;
+  p.leak = o.prof_leak;
+  p.leak_error = o.prof_leak_error;
+  p.accum = o.prof_accum;
+  p.unbias = o.prof_unbias;
+  p.sys_thread_name = o.prof_sys_thread_name;
+  return p;
+}
+
 bool init_hard() {
   io_set_writer(&forward_message);
   ConfSources sources;
@@ -120,6 +142,7 @@ bool init_hard() {
   CoreConfig core = core_config(g_opt);
   core.stats_interval_hook = &print_stats_interval;
   if (!core_boot(core)) return false;
+  if (!prof_boot(prof_config(g_opt))) return false;
   conf_adopt_boot_values();  // narenas, oversize_threshold, max_background_threads for opt.*
   return true;
 }
@@ -145,6 +168,13 @@ bool malloc_init() {
   // Registered last, with the allocator usable: these may allocate.
   if (ok) {
     fork_register();
+    // The unwinder's first walk may allocate: only now that allocation works.
+    if (!prof_boot_late()) io_printf("<jemalloc>: cannot set up heap profiling\n");
+    if (prof_enabled()) {
+      tsd_set_exit_hook(prof_thread_exit);
+      // Sampled blocks are page aligned: sized frees must not push them into a bin.
+      api::g_sized_free_mask = config::kPage - 1;
+    }
     if (g_opt.stats_print) atexit(print_stats_at_exit);
     // Creating threads allocates, so only now; the allocator keeps working without them.
     if (g_opt.background_thread && !background_thread_set_enabled(true)) {

@@ -275,6 +275,7 @@ void* Arena::malloc_large(size_t usize, size_t alignment, bool zero, bool may_bo
     e = pac_.alloc(size, alignment, zero);
   }
   if (e == nullptr) return nullptr;
+  e->prof_rec = nullptr;
   g_emap.remap(e, szind, /*slab=*/false);
   if (manual_) {
     MutexGuard g(large_mtx_);

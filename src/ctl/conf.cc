@@ -235,6 +235,7 @@ void set_choice_companion(OptId id, unsigned m) {
     case OptId::thp: g_opt.thp_mode = static_cast<ThpOpt>(m); break;
     case OptId::metadata_thp: g_opt.metadata_thp_mode = static_cast<MetadataThpMode>(m); break;
     case OptId::zero_realloc: g_opt.zero_realloc_action = static_cast<ZeroReallocAction>(m); break;
+    case OptId::prof_time_resolution: g_opt.prof_time_res = static_cast<ProfTimeRes>(m); break;
     case OptId::junk:  // "true", "false", "alloc", "free"
       g_opt.junk_alloc = m == 0 || m == 2;
       g_opt.junk_free = m == 0 || m == 3;
@@ -341,6 +342,14 @@ bool handle_letters(const OptInfo& o, const Pair& p) {
     buf[len++] = c;
     buf[len] = '\0';
   }
+  return true;
+}
+
+/// A free-text option (prof_prefix): the value, cut to the buffer (5.3.0's CONF_HANDLE_CHAR_P).
+bool handle_string(const Pair& p) {
+  const size_t n = p.vlen < kOptPathMax - 1 ? p.vlen : kOptPathMax - 1;
+  memcpy(g_opt.prof_prefix_buf, p.v, n);
+  g_opt.prof_prefix_buf[n] = '\0';
   return true;
 }
 
@@ -469,6 +478,7 @@ bool apply_pair(const Pair& p) {
     case OptKind::kFxp: return handle_fxp(*o, p);
     case OptKind::kChoice: return handle_choice(*o, p);
     case OptKind::kLetters: return handle_letters(*o, p);
+    case OptKind::kString: return handle_string(p);
     case OptKind::kBinShards: return handle_bin_shards(p);
     case OptKind::kSlabPages: return handle_slab_sizes(p);
     case OptKind::kAlias:
@@ -538,6 +548,12 @@ void conf_init(const ConfSources& s) {
                                         sysinfo::get_env(JE_ENV_PREFIX_STR "MALLOC_CONF"),
                                         s.conf_2_conf_harder};
   conf_process_sources(sources);
+  // 5.3.0, after reading every source: prof_leak_error implies prof_leak, and it warns (once)
+  // when no final dump will show the leaks.
+  if (config::kProf && g_opt.prof_leak_error) {
+    g_opt.prof_leak = true;
+    if (!g_opt.prof_final) io_write("<jemalloc>: prof_leak_error is set w/o prof_final.\n");
+  }
 }
 
 bool conf_parse_string(const char* s) {

@@ -83,6 +83,19 @@ int node_arenas_lookup(Req& r);
 int node_experimental_utilization_query(Req& r);
 int node_experimental_utilization_batch_query(Req& r);
 
+// ---- ctl_prof.cc --------------------------------------------------------------------------------
+
+int node_prof_thread_active_init(Req& r);
+int node_prof_active(Req& r);
+int node_prof_dump(Req& r);
+int node_prof_gdump(Req& r);
+int node_prof_prefix(Req& r);
+int node_prof_reset(Req& r);
+int node_prof_interval(Req& r);
+int node_prof_lg_sample(Req& r);
+int node_thread_prof_name(Req& r);
+int node_thread_prof_active(Req& r);
+
 /// stats.zero_reallocs (live, not part of the snapshot -- as in 5.3.0).
 int node_stats_zero_reallocs(Req& r);
 

@@ -49,7 +49,7 @@ int arenas_bin_field(Req& r) {
 bool index_bin(const size_t*, size_t, size_t i) { return i < sc::kNBins; }
 bool index_lextent(const size_t*, size_t, size_t i) { return i < sc::kNLExtents; }
 // prof.stats.{bins,lextents}.<i> exist only with prof:true,prof_stats:true (5.3.0 answers
-// ENOENT here too when they are off); we are built without profiling.
+// ENOENT here too when they are off); we do not keep those statistics.
 bool index_never(const size_t*, size_t, size_t) { return false; }
 bool index_stats_arena(const size_t*, size_t, size_t i) { return stats_arena_valid(i); }
 
@@ -66,8 +66,8 @@ constexpr Node kThreadPeak[] = {
     leaf("reset", &node_thread_peak_reset),
 };
 constexpr Node kThreadProf[] = {
-    leaf("name", &node_absent),
-    leaf("active", &node_absent),
+    leaf("name", &node_thread_prof_name),
+    leaf("active", &node_thread_prof_active),
 };
 constexpr Node kThread[] = {
     leaf("arena", &node_thread_arena),
@@ -90,8 +90,8 @@ constexpr Node kConfig[] = {
     leaf("lazy_lock", &config_bool<false>),
     leaf("malloc_conf", &node_config_malloc_conf),
     leaf("opt_safety_checks", &config_bool<config::kDebug>),
-    leaf("prof", &config_bool<false>),
-    leaf("prof_libgcc", &config_bool<false>),
+    leaf("prof", &config_bool<config::kProf>),
+    leaf("prof_libgcc", &config_bool<config::kProf>),
     leaf("prof_libunwind", &config_bool<false>),
     leaf("stats", &config_bool<config::kStats>),
     leaf("utrace", &config_bool<false>),
@@ -177,7 +177,7 @@ constexpr Node kArenas[] = {
 
 constexpr Node kArenaI = named("", kArenaChildren);
 
-// ---- prof.* (built without profiling: every leaf answers ENOENT) -----------------------------
+// ---- prof.* (ctl_prof.cc; prof.log_* and prof.stats.* are not implemented: ENOENT) --------------
 
 constexpr Node kProfStatsElem[] = {
     leaf("live", &node_absent),
@@ -189,14 +189,14 @@ constexpr Node kProfStats[] = {
     indexed("lextents", &index_never, kProfStatsI),
 };
 constexpr Node kProf[] = {
-    leaf("thread_active_init", &node_absent),
-    leaf("active", &node_absent),
-    leaf("dump", &node_absent),
-    leaf("gdump", &node_absent),
-    leaf("prefix", &node_absent),
-    leaf("reset", &node_absent),
-    leaf("interval", &node_absent),
-    leaf("lg_sample", &node_absent),
+    leaf("thread_active_init", &node_prof_thread_active_init),
+    leaf("active", &node_prof_active),
+    leaf("dump", &node_prof_dump),
+    leaf("gdump", &node_prof_gdump),
+    leaf("prefix", &node_prof_prefix),
+    leaf("reset", &node_prof_reset),
+    leaf("interval", &node_prof_interval),
+    leaf("lg_sample", &node_prof_lg_sample),
     leaf("log_start", &node_absent),
     leaf("log_stop", &node_absent),
     named("stats", kProfStats),

@@ -115,6 +115,8 @@ static_assert(kOptDefaults.metadata_thp ==
               kMetadataThpNames[static_cast<size_t>(kOptDefaults.metadata_thp_mode)]);
 static_assert(kOptDefaults.zero_realloc ==
               kZeroReallocNames[static_cast<size_t>(kOptDefaults.zero_realloc_action)]);
+static_assert(kOptDefaults.prof_time_resolution ==
+              kProfTimeResNames[static_cast<size_t>(kOptDefaults.prof_time_res)]);
 static_assert(kOptDefaults.junk == kJunkNames[config::kDebug ? 0 : 1] &&
               kOptDefaults.junk_alloc == config::kDebug && kOptDefaults.junk_free == config::kDebug);
 static_assert(kOptDefaults.stats_print_opts == kOptDefaults.stats_print_opts_buf);
@@ -126,6 +128,8 @@ constexpr size_t count_kind(OptKind k) {
   return n;
 }
 static_assert(count_kind(OptKind::kLetters) == 2, "opt_reset re-points exactly two buffers");
+static_assert(count_kind(OptKind::kString) == 1, "opt_reset and conf know one string buffer");
+static_assert(kOptDefaults.prof_prefix == kOptDefaults.prof_prefix_buf);
 
 bool key_equals(const char* name, const char* s, size_t len) {
   return strncmp(name, s, len) == 0 && name[len] == '\0';
@@ -166,6 +170,7 @@ void opt_reset() {
   // The copy still points at kOptDefaults' buffers.
   g_opt.stats_print_opts = g_opt.stats_print_opts_buf;
   g_opt.stats_interval_opts = g_opt.stats_interval_opts_buf;
+  g_opt.prof_prefix = g_opt.prof_prefix_buf;
 }
 
 }  // namespace je

@@ -59,6 +59,7 @@ enum class OptKind : uint8_t {
   kFxp,        ///< 16.16 fixed point in a uint32_t, decimal syntax "I[.F]" (hpa_dirty_mult)
   kChoice,     ///< one of a list of names; stored as a `const char*` to the list's literal
   kLetters,    ///< set of stats letters (stats_print_opts); `const char*` to a buffer in g_opt
+  kString,     ///< free text (prof_prefix), cut to kOptPathMax - 1; `const char*` to a g_opt buffer
   kBinShards,  ///< "lo-hi:n|lo-hi:n..." per small bin shard counts
   kSlabPages,  ///< "lo-hi:pages|..." per small bin slab pages
   kAlias,      ///< no storage: sets another option (lg_tcache_max -> tcache_max)
@@ -163,6 +164,10 @@ inline constexpr const char* kMetadataThpNames[] = {"disabled", "auto", "always"
 enum class ZeroReallocAction : uint8_t { kAlloc, kFree, kAbort };
 inline constexpr const char* kZeroReallocNames[] = {"alloc", "free", "abort"};
 
+/// `prof_time_resolution`: timestamps of prof_log records (exact match).
+enum class ProfTimeRes : uint8_t { kDefault, kHigh };
+inline constexpr const char* kProfTimeResNames[] = {"default", "high"};
+
 /// `junk`: which events fill memory with junk bytes. Typed as g_opt.junk_alloc/junk_free.
 inline constexpr const char* kJunkNames[] = {"true", "false", "alloc", "free"};
 
@@ -197,6 +202,16 @@ inline constexpr size_t kOptPage = config::kPage;
 inline constexpr size_t kOptHugepage = size_t{2} << 20;
 /// 16.16 fixed-point one.
 inline constexpr uint32_t kOptFxpOne = uint32_t{1} << 16;
+
+/// Visibility of the prof* keys: parsed and readable in a profiling build (config::kProf), an
+/// "Invalid conf pair" and ENOENT in a --disable-prof one, as 5.3.0's two builds.
+inline constexpr uint8_t kOptProfBoth = config::kProf ? kOptBoth : 0;
+inline constexpr uint8_t kOptProfParse = config::kProf ? kOptParse : 0;
+inline constexpr const char* kOptProfStatus =
+    "supported (configure --disable-prof: Invalid conf pair, ENOENT)";
+/// `prof_prefix` buffer size: a path (5.3.0's PROF_DUMP_FILENAME_LEN, PATH_MAX + 1); longer
+/// values are cut to fit, as 5.3.0's parser does.
+inline constexpr size_t kOptPathMax = 4096;
 
 /// Constant array with every element `v` (for per-bin defaults).
 template <class T, size_t N>
@@ -254,6 +269,11 @@ struct OptStorage<OptKind::kChoice> {
 };
 template <>
 struct OptStorage<OptKind::kLetters> {
+  using T = const char*;
+  static constexpr OptType kType = OptType::kString;
+};
+template <>
+struct OptStorage<OptKind::kString> {
   using T = const char*;
   static constexpr OptType kType = OptType::kString;
 };
@@ -458,39 +478,40 @@ struct OptStorage<OptKind::kNotBuilt> {
     "not built (as Debian): Invalid conf pair, ENOENT", "Use-after-free detection alignment.")     \
   X(log, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair",                 \
     "Debug logging of named event categories.")                                                    \
-  X(prof, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",                      \
-    "Enable heap profiling.")                                                                      \
-  X(prof_prefix, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",               \
-    "Filename prefix of profile dumps.")                                                           \
-  X(prof_active, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",               \
-    "Initial prof.active.")                                                                        \
-  X(prof_thread_active_init, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",   \
+  X(prof, Bool, false, (opt_any()), kOptProfBoth, kOptProfStatus, "Enable heap profiling.")        \
+  X(prof_prefix, String, prof_prefix_buf, (opt_any()), kOptProfBoth, kOptProfStatus,               \
+    "Filename prefix of profile dumps; empty: no automatic dumps.")                                \
+  X(prof_active, Bool, true, (opt_any()), kOptProfBoth, kOptProfStatus, "Initial prof.active.")    \
+  X(prof_thread_active_init, Bool, true, (opt_any()), kOptProfBoth, kOptProfStatus,                \
     "Initial thread.prof.active of new threads.")                                                  \
-  X(lg_prof_sample, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",            \
-    "Mean bytes between samples, log2.")                                                           \
-  X(lg_prof_interval, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",          \
-    "Dump a profile every 2^value allocated bytes.")                                               \
-  X(prof_gdump, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",                \
+  X(lg_prof_sample, SizeT, size_t{19}, (opt_urange(0, 63, kOptCheckMax | kOptClip)), kOptProfBoth, \
+    kOptProfStatus, "Mean bytes between samples, log2 (0 samples every allocation).")              \
+  X(lg_prof_interval, SSizeT, ssize_t{-1}, (opt_srange(-1, 63, kOptCheckMin | kOptCheckMax)),      \
+    kOptProfBoth, kOptProfStatus, "Dump a profile every 2^value allocated bytes; -1: never.")      \
+  X(prof_gdump, Bool, false, (opt_any()), kOptProfBoth, kOptProfStatus,                            \
     "Dump a profile when total virtual memory exceeds its previous maximum.")                      \
-  X(prof_final, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",                \
+  X(prof_final, Bool, false, (opt_any()), kOptProfBoth, kOptProfStatus,                            \
     "Dump a final profile at exit.")                                                               \
-  X(prof_leak, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",                 \
-    "Report leaks at exit.")                                                                       \
-  X(prof_leak_error, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",           \
+  X(prof_leak, Bool, false, (opt_any()), kOptProfBoth, kOptProfStatus, "Report leaks at exit.")    \
+  X(prof_leak_error, Bool, false, (opt_any()), kOptProfBoth, kOptProfStatus,                       \
     "Exit with an error status when leaks are found.")                                             \
-  X(prof_accum, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",                \
+  X(prof_accum, Bool, false, (opt_any()), kOptProfBoth, kOptProfStatus,                            \
     "Keep cumulative counts in profile dumps.")                                                    \
-  X(prof_recent_alloc_max, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",     \
+  X(prof_recent_alloc_max, SSizeT, ssize_t{0},                                                     \
+    (opt_srange(-1, std::numeric_limits<ssize_t>::max(), kOptCheckMin | kOptCheckMax)),            \
+    kOptProfBoth, "accepted and reported; no record of recent allocations",                        \
     "Recent sampled allocations to remember.")                                                     \
-  X(prof_stats, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",                \
+  X(prof_stats, Bool, false, (opt_any()), kOptProfBoth,                                            \
+    "accepted and reported; prof.stats.* answer ENOENT",                                           \
     "Keep per-size-class sampled statistics.")                                                     \
-  X(prof_sys_thread_name, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",      \
+  X(prof_sys_thread_name, Bool, false, (opt_any()), kOptProfBoth, kOptProfStatus,                  \
     "Use the system thread name in profiles.")                                                     \
-  X(prof_time_resolution, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair, ENOENT",      \
-    "Timestamp resolution of prof_log records.")                                                   \
-  X(prof_unbias, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair",                       \
-    "Unbias sampled counts.")                                                                      \
-  X(prof_log, NotBuilt, {}, (opt_any()), 0, "no prof: Invalid conf pair",                          \
+  X(prof_time_resolution, Choice, (opt_pick(kProfTimeResNames, "default")),                        \
+    (opt_choice(kProfTimeResNames)), kOptProfBoth, "accepted and reported; no prof_log",           \
+    "Timestamp resolution of prof_log records: default or high.")                                  \
+  X(prof_unbias, Bool, true, (opt_any()), kOptProfParse, kOptProfStatus,                           \
+    "Unbias sampled counts in dumps.")                                                             \
+  X(prof_log, Bool, false, (opt_any()), kOptProfParse, "accepted; no allocation log",              \
     "Log sampled allocations from start-up.")
 
 /// Identifier of each table entry, in table order (conf uses it to special-case options).
@@ -516,12 +537,15 @@ struct Options {
   ThpOpt thp_mode = ThpOpt::kDefault;
   MetadataThpMode metadata_thp_mode = MetadataThpMode::kDisabled;
   ZeroReallocAction zero_realloc_action = ZeroReallocAction::kFree;
+  ProfTimeRes prof_time_res = ProfTimeRes::kDefault;
   bool junk_alloc = config::kDebug;  // 5.3.0: junk "true" by default in debug builds
   bool junk_free = config::kDebug;
 
   // Buffers behind the kLetters options (their `const char*` fields point here).
   char stats_print_opts_buf[kStatsLettersMax + 1] = "";
   char stats_interval_opts_buf[kStatsLettersMax + 1] = "";
+  // Buffer behind prof_prefix.
+  char prof_prefix_buf[kOptPathMax] = "jeprof";
 };
 
 /// The option values. Written only during initialization (see the header comment).

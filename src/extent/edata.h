@@ -60,6 +60,10 @@ struct Edata {
 
   uint64_t slab_bitmap[kSlabBitmapWords] = {};
 
+  // Heap profiling: the sample record of a sampled allocation (a large extent, possibly
+  // promoted from a small class, see src/api/alloc_path.cc); nullptr for every other extent.
+  void* prof_rec = nullptr;
+
   void* base() const { return ptr_of(page_floor(addr_of(addr))); }
   uintptr_t base_addr() const { return page_floor(addr_of(addr)); }
   uintptr_t past_addr() const { return base_addr() + size; }
@@ -82,6 +86,7 @@ struct Edata {
     is_head = head;
     nfree = 0;
     binshard = 0;
+    prof_rec = nullptr;
     ph_link = {};
     ql_link = {};
   }

@@ -14,6 +14,9 @@ namespace je::config {
 
 inline constexpr bool kDebug = JE_CONFIG_DEBUG != 0;
 inline constexpr bool kStats = JE_CONFIG_STATS != 0;
+/// Heap profiling compiled in (`--enable-prof`, the default; `config.prof`). Backtraces come
+/// from libgcc's unwinder (`config.prof_libgcc`), as in Debian's 5.3.0 package.
+inline constexpr bool kProf = JE_CONFIG_PROF != 0;
 /// Built-in option string (`--with-malloc-conf`), the lowest-priority MALLOC_CONF source.
 inline constexpr const char* kMallocConf = JE_CONFIG_MALLOC_CONF;
 /// `mallctl("version")`: 5.3.0-<our commit count>-g<our commit>.

@@ -10,8 +10,8 @@
 // Invariants: enumerators are listed outermost first and are dense from 0; two mutexes of the
 // same rank are never held together by one thread (outside the fork protocol, which bypasses the
 // check). Adding a rank means deciding what it nests inside, and writing that down below.
-// jemalloc mapping: witness.h's WITNESS_RANK_* list (a subset: no prof, HPA, SEC or hook
-// ranks, which we do not implement; the dss mutex is a kLeaf).
+// jemalloc mapping: witness.h's WITNESS_RANK_* list (a subset: no HPA, SEC or hook ranks,
+// which we do not implement; the dss mutex is a kLeaf).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +25,12 @@ enum class LockRank : uint8_t {
   // The mallctl tree's mutex: a ctl call may create arenas, read every mutex's stats, purge or
   // reset arenas, so it nests outside all allocator-internal locks.
   kCtl,
+  // Heap profile dumps (src/prof): one at a time; a dump takes the registry below and the
+  // context table's mutex, each briefly, and base memory.
+  kProfDump,
+  // The heap profiler's registry of thread data and its dump prefix (src/prof): held for short
+  // list and buffer updates, which may take base memory.
+  kProf,
   // The tcache registry (explicit tcaches created via tcache.create): creating one allocates
   // from an arena, and flushing takes bin locks.
   kTcaches,
@@ -77,6 +83,8 @@ constexpr const char* lock_rank_name(LockRank rank) {
   switch (rank) {
     case LockRank::kInit: return "init";
     case LockRank::kCtl: return "ctl";
+    case LockRank::kProfDump: return "prof_dump";
+    case LockRank::kProf: return "prof";
     case LockRank::kTcaches: return "tcaches";
     case LockRank::kArenas: return "arenas";
     case LockRank::kBackgroundThreadGlobal: return "background_thread_global";

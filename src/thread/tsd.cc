@@ -26,6 +26,9 @@ constinit uint64_t g_stats_batch = 0;
 constinit std::atomic<uint64_t> g_stats_accum{0};
 // Set by tsd_boot from the arena options: every call of every thread takes the slow path.
 constinit bool g_always_slow = false;
+// Run first on thread exit (the heap profiler marks the thread's data as exited).
+using ExitHook = void (*)();
+constinit ExitHook g_exit_hook = nullptr;
 
 // Thread exit: leave the arena, flush the cache back to the arenas (tcache_destroy then runs
 // the decay pass: a thread that was its arena's last purges it), and stay in purgatory, where
@@ -37,6 +40,7 @@ void thread_cleanup(void* arg) {
   // else allocating on this thread from now on, gets arena 0 without a cache.
   tsd.state = TsdState::kPurgatory;
   tsd_recompute_fast(tsd);
+  if (g_exit_hook != nullptr) g_exit_hook();
   Arena* arena = tsd.arena;
   tsd.arena = nullptr;
   // Unbind before the teardown, as 5.3.0 orders it, so the decay pass sees whether any thread
@@ -53,6 +57,7 @@ void thread_cleanup(void* arg) {
 void schedule_alloc_event(Tsd& tsd) {
   uint64_t next = tsd.gc_next_alloc;
   if (config::kStats && tsd.peak_next_alloc < next) next = tsd.peak_next_alloc;
+  if (config::kProf && tsd.prof_next_sample < next) next = tsd.prof_next_sample;
   if (g_stats_hook != nullptr && tsd.stats_last + g_stats_batch < next) {
     next = tsd.stats_last + g_stats_batch;
   }
@@ -124,6 +129,7 @@ Tsd& tsd_fetch() {
   pthread_setspecific(g_exit_key, &tsd);
   tsd.state = TsdState::kNominalSlow;
   tsd.tcache_enabled = g_thread_opt.tcache;
+  tsd.prof_next_sample = UINT64_MAX;
   schedule_events(tsd);
   tsd.arena = g_arena_opt.percpu != PercpuArena::kDisabled ? nullptr : arena_choose_auto();
   if (tsd.arena == nullptr && (tsd.arena = arena_percpu()) != nullptr) arena_bind(tsd.arena);
@@ -224,6 +230,15 @@ void tsd_dalloc_event(Tsd& tsd) {
     tsd.gc_next_dalloc = tsd.deallocated + g_event_interval;
   }
   schedule_dalloc_event(tsd);
+  tsd_recompute_fast(tsd);
+}
+
+void tsd_set_exit_hook(void (*hook)()) { g_exit_hook = hook; }
+
+void tsd_set_prof_next_sample(Tsd& tsd, uint64_t next) {
+  tsd.prof_next_sample = next;
+  tsd.prof_armed = true;
+  schedule_alloc_event(tsd);
   tsd_recompute_fast(tsd);
 }
 

@@ -44,9 +44,13 @@ struct Tsd {
   uint64_t peak_next_dalloc;        // ... (deallocation side)
   uint64_t peak_alloc_base;         // thread.peak: allocated - deallocated at the last reset
   uint64_t peak_max;
+  uint64_t prof_next_sample;  // heap profiling: the allocation crossing it is sampled
+  uint64_t prof_prng;         // ... and the state that draws the distance to the next one
+  uint64_t prof_counted;      // allocated when the last threshold was drawn (lg_prof_interval)
   Arena* arena;
   TsdState state;
   bool tcache_enabled;
+  bool prof_armed;  // prof_next_sample drawn (the api layer arms it on the thread's first call)
 };
 
 extern constinit thread_local Tsd t_tsd JE_TLS_IE;
@@ -79,6 +83,11 @@ void tsd_peak_reset(Tsd& tsd);
 
 /// Bytes between two thread.peak samples on each side (5.3.0's fixed 64 KiB peak event).
 inline constexpr uint64_t kPeakEventBytes = 64 * 1024;
+/// Called on each thread's exit, before its cache is torn down (the api layer installs the
+/// heap profiler's; nullptr: none).
+void tsd_set_exit_hook(void (*hook)());
+/// Heap profiling: the next sample threshold (one of the allocation-side events).
+void tsd_set_prof_next_sample(Tsd& tsd, uint64_t next);
 /// Recompute the fast-path thresholds after a state change.
 void tsd_recompute_fast(Tsd& tsd);
 

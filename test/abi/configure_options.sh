@@ -8,7 +8,7 @@
 abi_tmpdir
 fail=0
 cd "$abi_tmp" || exit 99
-for opt in --enable-prof --disable-fill --with-lg-quantum=3 --enable-no-such-thing; do
+for opt in --disable-fill --with-lg-quantum=3 --enable-no-such-thing; do
   if "$top_srcdir/configure" "$opt" >out.txt 2>&1; then
     echo "FAIL: configure $opt succeeded"
     fail=1
@@ -23,7 +23,8 @@ done
 # The options configure does implement are accepted (stopped right after parsing by --help).
 for opt in --enable-debug --disable-stats --with-malloc-conf=narenas:1 \
     --disable-initial-exec-tls --with-jemalloc-prefix=je_ --with-install-suffix=_x \
-    --with-lg-page=16 --disable-cxx --with-version=5.3.0-1-gabc --with-private-namespace=x_; do
+    --with-lg-page=16 --disable-cxx --with-version=5.3.0-1-gabc --with-private-namespace=x_ \
+    --enable-prof --disable-prof; do
   if ! "$top_srcdir/configure" "$opt" --help=short >out.txt 2>&1; then
     echo "FAIL: configure $opt --help=short failed:"
     sed 's/^/    /' out.txt

@@ -2,7 +2,7 @@
 # include_order.sh: the layering rule of src/README.md.  A file in
 # src/<layer>/ may #include "..." only headers of its own layer or of a
 # layer below it, or the public "jemalloc/jemalloc.h".  Layers, top to
-# bottom: api ctl thread arena extent meta os support.
+# bottom: api ctl prof thread arena extent meta os support.
 #
 # Paths are written relative to src/ ("support/util.h"); a bare name
 # ("foo.h") means a header next to the including file.  System headers
@@ -10,7 +10,7 @@
 set -u
 . "$(dirname "$0")/common.sh"
 
-layers="api ctl thread arena extent meta os support"
+layers="api ctl prof thread arena extent meta os support"
 src=$top_srcdir/src
 [ -d "$src" ] || { echo "FAIL: $src not found"; exit 1; }
 

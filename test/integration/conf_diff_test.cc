@@ -624,14 +624,6 @@ int child_main() {
 // name -- opt.<key> for a value, conf.<key> for a message about the pair key:value; args; unless;
 // the anchor). A message line matching an entry may be missing on the other side.
 constexpr Excl kDocumented[] = {
-    // compat.md#no-profiling: the prof* keys are an "Invalid conf pair" here (5.3.0 takes them or
-    // rejects their values), and opt.prof* / opt.lg_prof_* answer ENOENT.
-    {"conf.prof*", nullptr, nullptr, "no-profiling"},
-    {"conf.lg_prof_*", nullptr, nullptr, "no-profiling"},
-    {"opt.prof*", nullptr, nullptr, "no-profiling"},
-    {"opt.lg_prof_*", nullptr, nullptr, "no-profiling"},
-    // ... and 5.3.0 warns at boot about a prof key it took.
-    {"init.-", "prof_leak_error is set w/o prof_final", nullptr, "no-profiling"},
     // compat.md#bounded-coalesce: our own key, an "Invalid conf pair" in 5.3.0, and its opt.*.
     {"conf.bounded_coalesce", nullptr, nullptr, "bounded-coalesce"},
     {"opt.bounded_coalesce", nullptr, nullptr, "bounded-coalesce"},

@@ -733,11 +733,6 @@ constexpr const char* kNoN2m = " n2m ";
 // matches is not a failure. Names answering ENOENT here still translate with
 // mallctlnametomib, as in 5.3.0, so only the index bounds excuse translation lines.
 constexpr Excl kDocumented[] = {
-    // compat.md#no-profiling: prof.*, thread.prof.*, opt.prof*, opt.lg_prof_* answer ENOENT.
-    {"prof.*", nullptr, kNoN2m, "no-profiling"},
-    {"thread.prof.*", nullptr, kNoN2m, "no-profiling"},
-    {"opt.prof*", nullptr, kNoN2m, "no-profiling"},
-    {"opt.lg_prof_*", nullptr, kNoN2m, "no-profiling"},
     // compat.md#mallctl-unavailable: experimental.* and three opt.* answer ENOENT.
     {"experimental.*", nullptr, kNoN2m, "mallctl-unavailable"},
     {"opt.utrace", nullptr, kNoN2m, "mallctl-unavailable"},

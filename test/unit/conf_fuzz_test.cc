@@ -392,7 +392,7 @@ void check_messages(const std::vector<std::string>& msgs, const char* const* src
 const char* letters_of(const OptInfo& o) { return *static_cast<const char* const*>(o.ptr); }
 
 bool differs_from_default(const OptInfo& o) {
-  if (o.kind == OptKind::kLetters) {
+  if (o.kind == OptKind::kLetters || o.kind == OptKind::kString) {
     return strcmp(letters_of(o), *static_cast<const char* const*>(o.def)) != 0;
   }
   return memcmp(o.ptr, o.def, o.size) != 0;
@@ -404,7 +404,7 @@ std::string snapshot() {
   const OptInfo* all = je::opt_info_table(&n);
   std::string s;
   for (size_t i = 0; i < n; i++) {
-    if (all[i].kind == OptKind::kLetters) {
+    if (all[i].kind == OptKind::kLetters || all[i].kind == OptKind::kString) {
       s += std::string(letters_of(all[i])) + '\0';
     } else if (all[i].ptr != nullptr) {
       s.append(static_cast<const char*>(all[i].ptr), all[i].size);
@@ -412,7 +412,7 @@ std::string snapshot() {
   }
   const auto add = [&s](const auto& v) { s.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
   add(g_opt.dss_prec), add(g_opt.percpu_arena_mode), add(g_opt.thp_mode);
-  add(g_opt.metadata_thp_mode), add(g_opt.zero_realloc_action);
+  add(g_opt.metadata_thp_mode), add(g_opt.zero_realloc_action), add(g_opt.prof_time_res);
   add(g_opt.junk_alloc), add(g_opt.junk_free);
   return s;
 }
@@ -435,6 +435,7 @@ int companion(OptId id) {  // the name index the typed companion of a choice opt
     case OptId::thp: return static_cast<int>(g_opt.thp_mode);
     case OptId::metadata_thp: return static_cast<int>(g_opt.metadata_thp_mode);
     case OptId::zero_realloc: return static_cast<int>(g_opt.zero_realloc_action);
+    case OptId::prof_time_resolution: return static_cast<int>(g_opt.prof_time_res);
     case OptId::junk:  // "true", "false", "alloc", "free"
       return g_opt.junk_alloc ? (g_opt.junk_free ? 0 : 2) : (g_opt.junk_free ? 3 : 1);
     default: return -1;
@@ -493,6 +494,13 @@ void check_domains(std::string* why) {
           if (strchr(je::kStatsLetters, buf[j]) == nullptr || memchr(buf, buf[j], j) != nullptr) {
             bad(o.name, "holds a foreign or repeated letter");
           }
+        }
+        break;
+      }
+      case OptKind::kString: {
+        if (letters_of(o) != g_opt.prof_prefix_buf) bad(o.name, "does not point at its buffer");
+        if (strnlen(g_opt.prof_prefix_buf, je::kOptPathMax) == je::kOptPathMax) {
+          bad(o.name, "overflows its buffer");
         }
         break;
       }

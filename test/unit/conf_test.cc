@@ -1,6 +1,6 @@
 // Unit tests for src/ctl/conf: the MALLOC_CONF parser. Expected outputs and values were read off
 // Debian's libjemalloc.so.2 (5.3.0-1) with MALLOC_CONF and small programs reading opt.* (see the
-// comments); prof* keys differ on purpose (Debian has prof built in, we imitate --disable-prof).
+// comments); prof* keys as in Debian's profiling build (or its --disable-prof twin, config::kProf).
 #include "ctl/conf.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ctl/opt.h"
+#include "support/config.h"
 #include "meta/sc.h"
 #include "support/malloc_io.h"
 
@@ -50,6 +51,7 @@ std::string value_of(const char* key) {
       snprintf(buf, sizeof(buf), "%" PRId64, *static_cast<int64_t*>(o->ptr));
       break;
     case OptKind::kChoice:
+    case OptKind::kString:
     case OptKind::kLetters: return *static_cast<const char* const*>(o->ptr);
     default: return "<array>";
   }
@@ -160,6 +162,23 @@ constexpr Valid kValid[] = {
     {"borrow_dirty", "false", "borrow_dirty", "false"},
     {"decay_hold_peak", "false", "decay_hold_peak", "false"},
     {"safety_checks", "true", "safety_checks", "true"},
+    {"prof", "true", "prof", "true"},
+    {"prof_prefix", "/tmp/x", "prof_prefix", "/tmp/x"},
+    {"prof_active", "false", "prof_active", "false"},
+    {"prof_thread_active_init", "false", "prof_thread_active_init", "false"},
+    {"lg_prof_sample", "12", "lg_prof_sample", "12"},
+    {"lg_prof_interval", "30", "lg_prof_interval", "30"},
+    {"prof_gdump", "true", "prof_gdump", "true"},
+    {"prof_final", "true", "prof_final", "true"},
+    {"prof_leak", "true", "prof_leak", "true"},
+    {"prof_leak_error", "true", "prof_leak_error", "true"},
+    {"prof_accum", "true", "prof_accum", "true"},
+    {"prof_recent_alloc_max", "-1", "prof_recent_alloc_max", "-1"},
+    {"prof_stats", "true", "prof_stats", "true"},
+    {"prof_sys_thread_name", "true", "prof_sys_thread_name", "true"},
+    {"prof_time_resolution", "high", "prof_time_resolution", "high"},
+    {"prof_unbias", "false", "prof_unbias", "false"},
+    {"prof_log", "true", "prof_log", "true"},
 };
 
 TEST_F(ConfTest, EveryParseableKeyAcceptsAValidValue) {
@@ -184,7 +203,14 @@ TEST_F(ConfTest, EveryParseableKeyAcceptsAValidValue) {
       EXPECT_NE(before, v->expect) << s;
     }
   }
-  EXPECT_EQ(covered, sizeof(kValid) / sizeof(kValid[0]));
+  // Every test value is used, but for the prof* keys of a --disable-prof build.
+  size_t parseable = 0;
+  for (const Valid& c : kValid) {
+    const OptInfo* o = je::opt_info_find(c.key, strlen(c.key));
+    parseable += o != nullptr && (o->flags & je::kOptParse) != 0;
+  }
+  EXPECT_EQ(covered, parseable);
+  if (je::config::kProf) EXPECT_EQ(covered, sizeof(kValid) / sizeof(kValid[0]));
   parse("bin_shards:1-16:2");
   EXPECT_EQ(g_opt.bin_shards[0], 2);
   EXPECT_EQ(g_opt.bin_shards[1], 2);
@@ -196,7 +222,7 @@ TEST_F(ConfTest, EveryParseableKeyAcceptsAValidValue) {
 
 // 5.3.0's list of keys (doc/options.md): each is known to the table; Debian accepts all but these,
 // which 5.3.0 itself rejects on Debian's build (cache_oblivious, utrace, xmalloc, lg_san_uaf_align,
-// log) or which we reject as a --disable-prof build (prof*).
+// log) or, in a --disable-prof build, as 5.3.0's --disable-prof does (prof*).
 TEST_F(ConfTest, Every530KeyIsKnownAndTreatedAsDebianMinusProf) {
   // clang-format off
   const char* keys[] = {
@@ -224,7 +250,7 @@ TEST_F(ConfTest, Every530KeyIsKnownAndTreatedAsDebianMinusProf) {
     const std::string key = k;
     const bool rejected = key == "cache_oblivious" || key == "utrace" || key == "xmalloc" ||
                           key == "lg_san_uaf_align" || key == "log" ||
-                          key.find("prof") != std::string::npos;
+                          (!je::config::kProf && key.find("prof") != std::string::npos);
     EXPECT_EQ((o->flags & je::kOptParse) == 0, rejected) << k;
     const Valid* v = nullptr;
     for (const Valid& c : kValid) {
@@ -281,6 +307,11 @@ TEST_F(ConfTest, ShippedStringsParseWithOnlyProfWarnings) {
   for (const char* s : shipped) {
     const std::string out = parse(s);
     size_t prof_keys = 0;
+    // A profiling build takes them all; a --disable-prof one reports each prof key.
+    if (je::config::kProf) {
+      EXPECT_EQ(out, "") << s;
+      continue;
+    }
     for (const char* p = s; (p = strstr(p, "prof")) != nullptr; p++) {
       if (p == s || p[-1] == ',' || (p >= s + 3 && strncmp(p - 3, "lg_", 3) == 0)) prof_keys++;
     }

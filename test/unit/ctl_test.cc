@@ -585,7 +585,9 @@ TEST_F(Ctl, ConfigAndOpt) {
   EXPECT_EQ(read<bool>("config.debug"), config::kDebug);
   EXPECT_EQ(read<bool>("config.stats"), config::kStats);
   EXPECT_TRUE(read<bool>("config.cache_oblivious"));
-  EXPECT_FALSE(read<bool>("config.prof"));
+  EXPECT_EQ(read<bool>("config.prof"), config::kProf);
+  EXPECT_EQ(read<bool>("config.prof_libgcc"), config::kProf);
+  EXPECT_FALSE(read<bool>("config.prof_libunwind"));
   EXPECT_STREQ(read<const char*>("config.malloc_conf"), config::kMallocConf);
 
   EXPECT_EQ(read<ssize_t>("opt.dirty_decay_ms"), 10000);
@@ -598,13 +600,40 @@ TEST_F(Ctl, ConfigAndOpt) {
   EXPECT_TRUE(read<bool>("opt.borrow_dirty"));
   EXPECT_TRUE(read<bool>("opt.decay_hold_peak"));
   bool b;
-  EXPECT_EQ(get("opt.prof", &b), ENOENT);
   EXPECT_EQ(get("opt.utrace", &b), ENOENT);
   EXPECT_EQ(put("opt.utrace", b), ENOENT);
-  EXPECT_EQ(get("prof.active", &b), ENOENT);
-  EXPECT_EQ(get("thread.prof.active", &b), ENOENT);
   const char* s;
+  if (!config::kProf) {
+    // --disable-prof: every profiling name is absent, as in 5.3.0's build without it.
+    EXPECT_EQ(get("opt.prof", &b), ENOENT);
+    EXPECT_EQ(get("prof.active", &b), ENOENT);
+    EXPECT_EQ(get("thread.prof.active", &b), ENOENT);
+    EXPECT_EQ(get("prof.dump", &s), ENOENT);
+    return;
+  }
+  // Profiling built, opt.prof false (the unit tests boot without it): reads answer "off",
+  // writes that would turn something on answer ENOENT (Debian's 5.3.0 does the same).
+  EXPECT_FALSE(read<bool>("opt.prof"));
+  EXPECT_TRUE(read<bool>("opt.prof_active"));
+  EXPECT_EQ(read<size_t>("opt.lg_prof_sample"), 19u);
+  EXPECT_EQ(read<ssize_t>("opt.lg_prof_interval"), -1);
+  EXPECT_STREQ(read<const char*>("opt.prof_prefix"), "jeprof");
+  EXPECT_STREQ(read<const char*>("opt.prof_time_resolution"), "default");
+  EXPECT_FALSE(read<bool>("prof.active"));
+  EXPECT_EQ(put("prof.active", false), 0);
+  EXPECT_EQ(put("prof.active", true), ENOENT);
+  EXPECT_FALSE(read<bool>("thread.prof.active"));
+  EXPECT_EQ(put("thread.prof.active", true), ENOENT);
+  EXPECT_FALSE(read<bool>("prof.gdump"));
+  EXPECT_EQ(put("prof.gdump", true), ENOENT);
+  EXPECT_FALSE(read<bool>("prof.thread_active_init"));
+  EXPECT_EQ(read<size_t>("prof.lg_sample"), 0u);
+  EXPECT_EQ(read<uint64_t>("prof.interval"), 0u);
   EXPECT_EQ(get("prof.dump", &s), ENOENT);
+  EXPECT_EQ(get("thread.prof.name", &s), ENOENT);
+  s = "x";
+  EXPECT_EQ(put("prof.prefix", s), ENOENT);
+  EXPECT_EQ(put<size_t>("prof.reset", 10), ENOENT);
 }
 
 TEST_F(Ctl, ZeroReallocs) {

@@ -452,18 +452,23 @@ const char* const kOurNames[] = {"opt.bounded_coalesce",
 
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
-/// The names that exist in the tree but answer ENOENT on purpose (doc/mallctl.md): a build
-/// without profiling, without utrace/xmalloc/UAF detection, and of the experimental API only
-/// the utilization queries.
+/// The names that exist in the tree but answer ENOENT on purpose (doc/mallctl.md): everything
+/// of profiling in a --disable-prof build; in a profiling build the names that need opt.prof
+/// (the unit tests boot without it, and 5.3.0 answers ENOENT then too) and the profiling
+/// features not implemented (prof.stats.*, prof.log_*); no utrace/xmalloc/UAF detection; of
+/// the experimental API only the utilization queries.
 bool absent_on_purpose(const std::string& n) {
-  if (starts_with(n, "prof.") || starts_with(n, "opt.prof") || starts_with(n, "thread.prof.") ||
-      (starts_with(n, "experimental.") && !starts_with(n, "experimental.utilization."))) {
+  const bool prof_name = starts_with(n, "prof.") || starts_with(n, "opt.prof") ||
+                         starts_with(n, "thread.prof.") || starts_with(n, "opt.lg_prof_");
+  if (prof_name && !config::kProf) return true;
+  if (starts_with(n, "prof.stats.") || n == "prof.log_start" || n == "prof.log_stop" ||
+      n == "prof.dump" || n == "prof.prefix" || n == "prof.reset" || n == "thread.prof.name") {
     return true;
   }
-  if (n == "opt.lg_prof_sample" || n == "opt.lg_prof_interval" || n == "opt.utrace" ||
-      n == "opt.xmalloc" || n == "opt.lg_san_uaf_align") {
+  if (starts_with(n, "experimental.") && !starts_with(n, "experimental.utilization.")) {
     return true;
   }
+  if (n == "opt.utrace" || n == "opt.xmalloc" || n == "opt.lg_san_uaf_align") return true;
   return false;
 }
 

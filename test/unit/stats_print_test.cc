@@ -281,7 +281,7 @@ constexpr const char* kTextSections[] = {
     "___ Begin jemalloc statistics ___\n",
     "Version: \"5.3.0-",
     "Build-time option settings\n  config.cache_oblivious: true\n",
-    "  config.prof: false\n",
+    je::config::kProf ? "  config.prof: true\n" : "  config.prof: false\n",
     "Run-time option settings\n  opt.abort: false\n",
     "  opt.dirty_decay_ms: 10000 (arenas.dirty_decay_ms: 10000)\n",
     "  opt.zero_realloc: \"free\"\n",
@@ -322,9 +322,10 @@ TEST_F(StatsPrint, TextHasTheSectionsInOrder) {
     ASSERT_NE(f, std::string::npos) << "missing or out of order: " << sec;
     at = f;
   }
-  // A build without profiling prints no profiling lines (5.3.0 --disable-prof).
-  EXPECT_FALSE(has(t, "Profiling settings"));
-  EXPECT_FALSE(has(t, "opt.prof"));
+  // A build without profiling prints no profiling lines (5.3.0 --disable-prof); a profiling
+  // build prints the options and the settings, as Debian's 5.3.0 does.
+  EXPECT_EQ(has(t, "Profiling settings"), config::kProf);
+  EXPECT_EQ(has(t, "opt.prof: false"), config::kProf);
   EXPECT_TRUE(has(t, "arenas[" + std::to_string(g_ind) + "]:\n"));
   const std::string end = "--- End jemalloc statistics ---\n";
   EXPECT_EQ(t.substr(t.size() - end.size()), end);
@@ -470,9 +471,9 @@ TEST_F(StatsPrint, JsonParsesWith53KeyPaths) {
       "jemalloc.stats.arenas.merged.fresh_alloc_pages",
       "jemalloc.stats.arenas.destroyed.evict_merges"};
   for (const std::string& k : expected) EXPECT_EQ(p.leaves.count(k), 1u) << k;
-  // Absent features are absent, as in a 5.3.0 build without them.
-  EXPECT_EQ(p.leaves.count("jemalloc.opt.prof"), 0u);
-  EXPECT_EQ(p.leaves.count("jemalloc.prof.active"), 0u);
+  // Profiling appears exactly when built in, as in 5.3.0's two builds.
+  EXPECT_EQ(p.leaves.count("jemalloc.opt.prof"), config::kProf ? 1u : 0u);
+  EXPECT_EQ(p.leaves.count("jemalloc.prof.active"), config::kProf ? 1u : 0u);
   // Arrays list every class.
   EXPECT_EQ(p.arrays["jemalloc.arenas.bin[]"], 36u);
   EXPECT_EQ(p.arrays["jemalloc.arenas.lextent[]"], 196u);
@@ -480,7 +481,7 @@ TEST_F(StatsPrint, JsonParsesWith53KeyPaths) {
   EXPECT_EQ(p.arrays["jemalloc.stats.arenas.0.lextents[]"], 196u);
   EXPECT_EQ(p.arrays["jemalloc.stats.arenas.0.extents[]"], sc::kNPSizes);
   EXPECT_EQ(p.arrays["jemalloc.stats.arenas.0.hpa_shard.nonfull_slabs[]"], 64u);
-  EXPECT_EQ(p.leaves["jemalloc.config.prof"], "false");
+  EXPECT_EQ(p.leaves["jemalloc.config.prof"], config::kProf ? "true" : "false");
   EXPECT_EQ(p.leaves["jemalloc.arenas.page"], "4096");
   EXPECT_EQ(p.leaves["jemalloc.stats.arenas.merged.dss"], "N/A");
   EXPECT_EQ(p.leaves["jemalloc.stats.arenas.merged.dirty_decay_ms"], "-1");

@@ -1,0 +1,139 @@
+// ctl_prof.cc: the `prof.*` and `thread.prof.*` mallctl handlers.
+//
+// Each handler follows jemalloc 5.3.0's checks in its order, so that error codes match for
+// every combination of arguments (verified against Debian's profiling build): with opt.prof
+// false a profiling build still answers the reads (false / 0) but refuses a write with ENOENT,
+// except prof.active:false, which is accepted as a no-op; prof.dump, prof.prefix, prof.reset
+// and thread.prof.name answer ENOENT outright. A --disable-prof build answers ENOENT everywhere.
+// Layer: ctl (internal to src/ctl). Concurrency: the prof module's own (src/prof/prof.h);
+// prof.prefix holds the ctl mutex as 5.3.0 does.
+#include <cerrno>
+
+#include "ctl/ctl_handlers.h"
+#include "prof/prof.h"
+#include "support/config.h"
+
+namespace je::ctl {
+
+int node_prof_thread_active_init(Req& r) {
+  if constexpr (!config::kProf) return ENOENT;
+  bool old;
+  if (r.writing()) {
+    if (!prof_enabled()) return ENOENT;
+    bool v;
+    if (r.newlen != sizeof(bool)) return EINVAL;
+    if (int e = write_in(r, &v)) return e;
+    old = prof_thread_active_init_set(v);
+  } else {
+    old = prof_thread_active_init_get();
+  }
+  return read_out(r, old);
+}
+
+int node_prof_active(Req& r) {
+  if constexpr (!config::kProf) return ENOENT;
+  bool old;
+  if (r.writing()) {
+    if (r.newlen != sizeof(bool)) return EINVAL;
+    bool v;
+    if (int e = write_in(r, &v)) return e;
+    if (!prof_enabled()) {
+      if (v) return ENOENT;
+      old = false;  // already off
+    } else {
+      old = prof_active_set(v);
+    }
+  } else {
+    old = prof_active_get();
+  }
+  return read_out(r, old);
+}
+
+int node_prof_dump(Req& r) {
+  if constexpr (!config::kProf) return ENOENT;
+  if (!prof_enabled()) return ENOENT;
+  if (int e = writeonly(r)) return e;
+  const char* filename = nullptr;
+  if (int e = write_in(r, &filename)) return e;
+  return prof_mdump(filename) ? 0 : EFAULT;
+}
+
+int node_prof_gdump(Req& r) {
+  if constexpr (!config::kProf) return ENOENT;
+  bool old;
+  if (r.writing()) {
+    if (!prof_enabled()) return ENOENT;
+    if (r.newlen != sizeof(bool)) return EINVAL;
+    bool v;
+    if (int e = write_in(r, &v)) return e;
+    old = prof_gdump_set(v);
+  } else {
+    old = prof_gdump_get();
+  }
+  return read_out(r, old);
+}
+
+int node_prof_prefix(Req& r) {
+  if constexpr (!config::kProf) return ENOENT;
+  if (!prof_enabled()) return ENOENT;
+  MutexGuard g(g_ctl_mtx);
+  if (int e = writeonly(r)) return e;
+  const char* prefix = nullptr;
+  if (int e = write_in(r, &prefix)) return e;
+  // 5.3.0 dereferences a NULL prefix; we refuse it as a failed set.
+  return prof_prefix_set(prefix) ? 0 : EFAULT;
+}
+
+int node_prof_reset(Req& r) {
+  if constexpr (!config::kProf) return ENOENT;
+  if (!prof_enabled()) return ENOENT;
+  if (int e = writeonly(r)) return e;
+  size_t lg = prof_lg_sample();
+  if (int e = write_in(r, &lg)) return e;
+  if (lg > kProfLgSampleMax) lg = kProfLgSampleMax;
+  prof_reset(lg);
+  return 0;
+}
+
+int node_prof_interval(Req& r) {
+  if constexpr (!config::kProf) return ENOENT;
+  if (int e = readonly(r)) return e;
+  uint64_t v = prof_interval();
+  return read_out(r, v);
+}
+
+int node_prof_lg_sample(Req& r) {
+  if constexpr (!config::kProf) return ENOENT;
+  if (int e = readonly(r)) return e;
+  size_t v = prof_lg_sample();
+  return read_out(r, v);
+}
+
+int node_thread_prof_name(Req& r) {
+  if constexpr (!config::kProf) return ENOENT;
+  if (!prof_enabled()) return ENOENT;
+  if (int e = read_xor_write(r)) return e;
+  if (r.writing()) {
+    const char* name;
+    if (r.newlen != sizeof(const char*)) return EINVAL;
+    if (int e = write_in(r, &name)) return e;
+    return prof_thread_name_set(name);
+  }
+  const char* name = prof_thread_name_get();
+  return read_out(r, name);
+}
+
+int node_thread_prof_active(Req& r) {
+  if constexpr (!config::kProf) return ENOENT;
+  bool old = prof_enabled() ? prof_thread_active_get() : false;
+  if (r.writing()) {
+    if (!prof_enabled()) return ENOENT;
+    bool v;
+    if (r.newlen != sizeof(bool)) return EINVAL;
+    if (int e = write_in(r, &v)) return e;
+    if (!prof_thread_active_set(v)) return EAGAIN;
+  }
+  return read_out(r, old);
+}
+
+}  // namespace je::ctl

@@ -1,0 +1,140 @@
+// prof.h: heap profiling -- the run-time state behind `prof.*` and `thread.prof.*`.
+//
+// Purpose: the switches jemalloc 5.3.0 keeps for its heap profiler (prof.active,
+// prof.thread_active_init, prof.gdump, the dump prefix, the sample rate) and the per-thread
+// profiling data (thread.prof.active, thread.prof.name, the thread's id in dumps). Options come
+// once, at boot, in ProfOptions (src/api/init.cc fills it from the option table); afterwards the
+// ctl layer reads and changes the run-time values through the functions below.
+// Layer: prof, between thread (below: tsd, base memory) and ctl (above: the mallctl handlers).
+// Callers: src/api/init (prof_boot), src/ctl (prof.*, thread.prof.*).
+// Concurrency: the global switches are atomics (relaxed: a switch only needs to be seen
+// eventually by allocating threads). `g_prof_mtx` (LockRank::kProf, taken with no other
+// allocator lock held) guards the list of thread data and the dump prefix. A thread's own
+// ProfTdata is written only by that thread, except `exited`.
+// Invariants: with config::kProf false or opt.prof false nothing here is ever allocated and
+// every query answers "off"; a ProfTdata, once created, lives (in base memory) until the
+// process ends, so the name pointer thread.prof.name hands out stays valid.
+// jemalloc mapping: prof.c (prof_active_*, prof_thread_active_init_*, prof_gdump_*,
+// prof_prefix_set, lg_prof_sample, prof_interval), prof_data.c (prof_tdata_t, thread names).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "support/config.h"
+
+namespace je {
+
+/// The profiling options (opt.prof*), as the option table holds them.
+struct ProfOptions {
+  bool prof = false;
+  const char* prefix = "jeprof";
+  bool active = true;
+  bool thread_active_init = true;
+  size_t lg_sample = 19;
+  ssize_t lg_interval = -1;
+  bool gdump = false;
+  bool final_dump = false;
+  bool leak = false;
+  bool leak_error = false;
+  bool accum = false;
+  bool unbias = true;
+  bool sys_thread_name = false;
+
+  bool operator==(const ProfOptions&) const;
+};
+
+/// Largest lg sample rate (prof.reset clips to it, as lg_prof_sample's parser does).
+inline constexpr size_t kProfLgSampleMax = 63;
+/// Longest dump prefix / file name kept (5.3.0's PROF_DUMP_FILENAME_LEN - 1).
+inline constexpr size_t kProfPathMax = 4095;
+
+/// Once, at boot, after the core: stores the options. True on success.
+bool prof_boot(const ProfOptions& o);
+/// After initialization, with the allocator usable (opt.prof only): sets up the context table
+/// and warms the unwinder up (its first walk may allocate and take the loader lock), so that
+/// sampling never meets either for the first time. False on OOM.
+bool prof_boot_late();
+/// The options prof_boot stored (defaults before it runs).
+const ProfOptions& prof_options();
+/// opt.prof: whether profiling was switched on at start-up (never with config::kProf false).
+inline bool prof_enabled();
+
+// ---- global switches (prof.*) ----------------------------------------------------------------
+
+/// prof.active.
+bool prof_active_get();
+/// Sets prof.active, returns the previous value.
+bool prof_active_set(bool v);
+/// prof.thread_active_init: thread.prof.active of threads that start from now on.
+bool prof_thread_active_init_get();
+bool prof_thread_active_init_set(bool v);
+/// prof.gdump.
+bool prof_gdump_get();
+bool prof_gdump_set(bool v);
+/// prof.lg_sample: the current mean sample interval, log2 (0 when opt.prof is false).
+size_t prof_lg_sample();
+/// prof.interval: bytes between interval dumps, 0 when off.
+uint64_t prof_interval();
+/// prof.prefix: copies the new dump prefix (cut to kProfPathMax). False for nullptr.
+bool prof_prefix_set(const char* prefix);
+/// Copies the current dump prefix into buf (NUL-terminated, at most `size` bytes).
+void prof_prefix_get(char* buf, size_t size);
+/// prof.reset: the new sample rate (clipped to kProfLgSampleMax); every count to zero.
+void prof_reset(size_t lg_sample);
+/// prof.dump: writes a heap profile to `filename` (nullptr: <prefix>.<pid>.<seq>.m<n>.heap).
+/// True on success; false (prof.dump's EFAULT, 5.3.0's "dump failed") when profiling is off,
+/// the prefix is empty, or the file cannot be written.
+bool prof_mdump(const char* filename);
+/// Interval dump (lg_prof_interval): <prefix>.<pid>.<seq>.i<n>.heap.
+bool prof_idump();
+/// lg_prof_interval: `bytes` more were allocated (by one thread, in a batch); writes an interval
+/// dump each time the process-wide count passes a multiple of prof.interval. No lock held.
+void prof_interval_account(uint64_t bytes);
+/// High-water dump (prof.gdump): <prefix>.<pid>.<seq>.u<n>.heap.
+bool prof_gdump();
+
+// ---- per-thread data (thread.prof.*) ---------------------------------------------------------
+
+/// One thread's profiling data. Lives in base memory for the rest of the process.
+struct ProfTdata {
+  ProfTdata* next;   // all thread data, newest first (g_prof_mtx)
+  uint64_t thr_uid;  // the thread's number in dumps ("t<id>"), in creation order from 0
+  bool active;       // thread.prof.active
+  std::atomic<bool> exited;
+  char* name;       // thread.prof.name; "" until set
+  size_t name_cap;  // bytes at name
+};
+
+/// The calling thread's data, created on first use; nullptr when profiling is off or memory
+/// is short.
+ProfTdata* prof_tdata_get();
+/// thread.prof.active of the calling thread (false when profiling is off).
+bool prof_thread_active_get();
+/// Sets it; false when the thread's data cannot be created.
+bool prof_thread_active_set(bool v);
+/// thread.prof.name of the calling thread ("" when unset).
+const char* prof_thread_name_get();
+/// Sets it: 0, EFAULT (nullptr, or a character that is neither printable nor blank) or EAGAIN
+/// (no memory).
+int prof_thread_name_set(const char* name);
+/// Marks the calling thread's data as belonging to an exited thread.
+void prof_thread_exit();
+
+/// Fork protocol for the profiling mutex (src/api/fork.cc).
+void prof_prefork();
+void prof_postfork_parent();
+void prof_postfork_child();
+
+// ---- inline ------------------------------------------------------------------------------------
+
+namespace prof_detail {
+extern constinit bool g_enabled __attribute__((visibility("hidden")));
+}  // namespace prof_detail
+
+inline bool prof_enabled() { return config::kProf && prof_detail::g_enabled; }
+
+}  // namespace je

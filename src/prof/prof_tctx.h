@@ -1,0 +1,63 @@
+// prof_tctx.h: the record of one sampled allocation, from its sampling to its free.
+//
+// Purpose: when a thread's allocation crosses its sample threshold, the api layer serves it as
+// a large extent of its own and asks here for a record: the backtrace is captured, looked up
+// in the context table, and the context is charged for this thread; the record (context,
+// thread id, charged amounts) hangs off the extent's descriptor until the block is freed,
+// whichever thread frees it, and the free credits exactly what was charged.
+// Charged amounts: with prof_unbias (default), the unbiased estimate of what this sample
+// stands for -- an allocation of s bytes is sampled with probability p = 1 - e^(-s/R),
+// R = 2^lg_sample, so it is charged 1/p objects (fixed point, see kProfObjsOne) and s/p bytes (rounded; the dump writer
+// turns the totals back into what jeprof's correction expects); without it, one object of s
+// bytes, which jeprof unsamples itself.
+// Layer: prof. Callers: src/api/alloc_path.cc (sampled allocation and free), prof.cc.
+// Memory: records come from base memory and are recycled through a free list (never freed).
+// Concurrency: the free list has its own mutex (LockRank::kProf, never held with another
+// lock); the context table locks itself. No allocator lock may be held by the caller.
+// jemalloc mapping: prof_tctx_t, prof_alloc_prep / prof_malloc_sample_object /
+// prof_free_sampled_object (prof.c), prof_unbiased_sz / prof_shifted_unbiased_cnt.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace je {
+
+struct ProfCtx;
+
+/// Object counts are charged in fixed point, kProfObjsOne per object: an unbiased sample of a
+/// 4 KiB block at R = 4 KiB stands for 1.58 objects, and rounding each sample to whole objects
+/// would skew the average size the dump's correction depends on. Dumps divide it back out.
+inline constexpr uint64_t kProfObjsOne = uint64_t{1} << 16;
+
+/// One live sampled allocation.
+struct ProfTctx {
+  ProfTctx* next_free;
+  ProfCtx* ctx;
+  uint64_t thr_uid;
+  uint64_t objs;  // what was charged
+  uint64_t bytes;
+};
+
+/// Samples an allocation of usable size `usize` by the calling thread: captures its
+/// backtrace (dropping `skip` innermost frames) and charges its context. nullptr when the
+/// thread's profiling is inactive (thread.prof.active / prof.active false) or memory is short:
+/// the block is then an ordinary one.
+ProfTctx* prof_tctx_sample(size_t usize, unsigned skip);
+/// Whether the calling thread samples now (prof.active and its thread.prof.active): checked
+/// before a sampled block is set up, so that a crossing with profiling inactive costs nothing.
+bool prof_tctx_wanted();
+/// The sampled block is freed: credit its context back and recycle the record.
+void prof_tctx_free(ProfTctx* t);
+/// Once, at boot with opt.prof (outside allocator locks): finds this library's code, whose
+/// frames every captured backtrace drops.
+void prof_tctx_boot();
+/// Fork protocol for the free list's mutex.
+void prof_tctx_prefork();
+void prof_tctx_postfork_parent();
+void prof_tctx_postfork_child();
+/// What an allocation of `usize` is charged when sampled (exposed for tests).
+void prof_tctx_charge_of(size_t usize, size_t lg_sample, bool unbias, uint64_t* objs,
+                         uint64_t* bytes);
+
+}  // namespace je
