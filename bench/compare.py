@@ -6,7 +6,7 @@ under any allocator through LD_PRELOAD.  This driver runs the selected
 workloads under each allocator -- ours (the libjemalloc.so.2 of a build
 tree), ours with 5.3.0's extent placement (MALLOC_CONF=bounded_coalesce:false,
 reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,borrow_dirty:false,
-decay_hold_peak:false,idle_arena_decay:false),
+decay_hold_peak:false,idle_arena_decay:false,extent_cache_bytes:0),
 Debian's jemalloc
 5.3.0, tcmalloc, mimalloc and glibc -- interleaved (round-robin over the
 allocators inside every repetition, rotating the order between repetitions,

@@ -67,6 +67,7 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
   o.best_fit = g_arena_opt.extent_best_fit;
   o.purge_on_grow = g_arena_opt.purge_on_grow;
   o.decay_hold_peak = g_arena_opt.decay_hold_peak;
+  o.extent_cache_bytes = g_arena_opt.extent_cache_bytes;
   o.shares_hold_budget = !manual;
   // Arena 0 is made before 5.3.0 applies opt.oversize_threshold, so it keeps the built-in
   // 8 MiB whatever the option says (arena.0.oversize_threshold reads 8388608 there too).

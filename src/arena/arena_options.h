@@ -72,6 +72,8 @@ struct ArenaOptions {
   bool extent_best_fit = true;
   bool purge_on_grow = false;
   bool decay_hold_peak = true;
+  /// Ours, opt.extent_cache_bytes: each arena's small extent cache (Sec) capacity, 0 = none.
+  size_t extent_cache_bytes = size_t{8} << 20;
   /// opt.metadata_thp: huge pages for metadata, of the global base and of every arena's base.
   MetadataThp metadata_thp = MetadataThp::kDisabled;
   // ---- Fills (large.h) ----

@@ -180,6 +180,7 @@ constexpr OptLine kOptLines[] = {
     {"borrow_dirty", OptType::kBool, nullptr},
     {"decay_hold_peak", OptType::kBool, nullptr},
     {"safety_checks", OptType::kBool, nullptr},
+    {"extent_cache_bytes", OptType::kSize, nullptr},
 };
 
 /// A 16.16 fixed-point option as 5.3.0 prints it: "-1" for the all-ones "unlimited" value,

@@ -54,6 +54,7 @@ struct Edata {
   bool is_head = false;   // first extent of a region obtained from the OS: merges never cross it
   uint16_t nfree = 0;     // slab: free regions
   uint8_t binshard = 0;
+  bool cached = false;  // in its arena's small extent cache (Sec, ours); read via atomic_ref
 
   PhLink<Edata> ph_link;  // eset size-class heap, or a bin's non-full slab heap
   QlLink<Edata> ql_link;  // eset LRU, edata cache free list, purge stash, large/slab lists

@@ -34,6 +34,7 @@ bool Pac::init(const PacOptions& o) {
   core_.ecache_muzzy.eset.set_best_fit(o.best_fit);
   core_.ecache_retained.eset.set_best_fit(o.best_fit);
   core_.edata_cache.init(o.base);
+  sec_.init(o.extent_cache_bytes);
   dss_prec_set(o.ind, dss_prec_default());  // a new arena takes arena.4096.dss
   core_.ehooks.init(
       o.ind, o.hooks != nullptr ? o.hooks : const_cast<extent_hooks_t*>(&kDefaultExtentHooks));
@@ -60,6 +61,20 @@ void Pac::count_alloc(PacSource src, size_t size) {
 // only while muzzy decay is on: with muzzy_decay_ms 0 purging never moves pages there.
 Edata* Pac::obtain(Edata* expand, size_t size, size_t alignment, bool zero, bool may_grow,
                    PacSource* src) {
+  Edata* e = obtain_cached(expand, size, alignment, zero, src);
+  // Freed memory before any retained or fresh memory: what the small extent cache holds has
+  // not been seen by the ecache yet, so it goes there (coalescing as it goes) and the search
+  // runs once more.
+  if (e == nullptr && may_grow && sec_.npages() != 0) {
+    flush_sec();
+    e = obtain_cached(expand, size, alignment, zero, src);
+  }
+  if (e == nullptr && may_grow) e = take_grown(expand, size, alignment, zero, src);
+  return e;
+}
+
+Edata* Pac::obtain_cached(Edata* expand, size_t size, size_t alignment, bool zero,
+                          PacSource* src) {
   *src = PacSource::kDirty;
   Edata* e = extent::ecache_alloc(core_, core_.ecache_dirty, expand, size, alignment, zero);
   if (e == nullptr && may_have_muzzy()) {
@@ -77,8 +92,16 @@ Edata* Pac::obtain(Edata* expand, size_t size, size_t alignment, bool zero, bool
     e = extent::ecache_alloc(core_, core_.ecache_dirty, nullptr, size, alignment, zero,
                              /*bounded=*/false);
   }
-  if (e == nullptr && may_grow) e = take_grown(expand, size, alignment, zero, src);
   return e;
+}
+
+void Pac::flush_sec() {
+  EdataList l;
+  sec_.flush(&l);
+  while (Edata* e = l.front()) {
+    l.remove(e);
+    extent::ecache_dalloc(core_, core_.ecache_dirty, e);
+  }
 }
 
 Edata* Pac::take_grown(Edata* expand, size_t size, size_t alignment, bool zero, PacSource* src) {
@@ -97,8 +120,11 @@ void Pac::account_obtained(PacSource src, size_t size) {
 }
 
 Edata* Pac::alloc(size_t size, size_t alignment, bool zero, bool may_grow) {
-  PacSource src;
-  Edata* e = obtain(nullptr, size, alignment, zero, may_grow, &src);
+  PacSource src = PacSource::kDirty;
+  // The small extent cache serves only what it holds exactly; a zeroed request needs pages
+  // known to be zero, which cached (dirty) ones are not.
+  Edata* e = zero ? nullptr : sec_.take(size, alignment);
+  if (e == nullptr) e = obtain(nullptr, size, alignment, zero, may_grow, &src);
   if (e != nullptr) new_extent_obtained(src, size);
   return e;
 }
@@ -259,6 +285,13 @@ uint64_t Pac::hold_ns_until_rotation_locked(uint64_t now_ns, int64_t ms) const {
 bool Pac::expand(Edata* e, size_t old_size, size_t new_size, bool zero) {
   if (core_.ehooks.merge_will_fail()) return false;
   size_t amount = new_size - old_size;
+  // A neighbour sitting in the small extent cache is free memory, as it would be in the ecache.
+  if (sec_.npages() != 0) {
+    Edata* next = g_emap.lookup(reinterpret_cast<void*>(e->past_addr()));
+    if (next != nullptr && sec_.remove(next, ind())) {
+      extent::ecache_dalloc(core_, core_.ecache_dirty, next);
+    }
+  }
   PacSource src;
   Edata* trail = obtain(e, amount, kPage, zero, /*may_grow=*/true, &src);
   if (trail == nullptr) return false;
@@ -286,6 +319,18 @@ void Pac::dalloc(Edata* e) {
   }
   g_emap.remap(e, sc::kNSizes, /*slab=*/false);
   note_active_shrunk(e->npages());
+  if (e->npages() <= Sec::kMaxPages && sec_may_cache()) {
+    e->addr = e->base();  // as the ecache keeps it: no cache-oblivious offset, not zeroed
+    e->zeroed = false;
+    EdataList evicted;
+    if (sec_.put(e, &evicted)) {
+      while (Edata* x = evicted.front()) {
+        evicted.remove(x);
+        extent::ecache_dalloc(core_, core_.ecache_dirty, x);
+      }
+      return;
+    }
+  }
   extent::ecache_dalloc(core_, core_.ecache_dirty, e);
 }
 
@@ -306,6 +351,7 @@ bool Pac::decay_ms_set(ExtentState which, int64_t ms, uint64_t now_ns) {
 }
 
 void Pac::decay_all(ExtentState which, bool fully) {
+  if (which == ExtentState::kDirty) flush_sec();
   DecayPipeline& p = pipeline(which);
   MutexGuard guard(p.mtx);
   decay_to_limit(which, fully, 0, ecache_of(which).npages());
@@ -318,6 +364,9 @@ bool Pac::try_decay(ExtentState which, uint64_t now_ns, Eagerness eagerness, boo
   if (!p.mtx.try_lock()) return false;  // someone else is on it; no need to wait
   maybe_decay_purge_locked(which, now_ns, eagerness, hold_cap, epoch_advanced);
   p.mtx.unlock();
+  // Decay sees the small extent cache's pages from the next epoch on: at most one epoch
+  // (decay_ms / 200) after they were freed.
+  if (which == ExtentState::kDirty && *epoch_advanced) flush_sec();
   return true;
 }
 
@@ -325,6 +374,7 @@ uint64_t Pac::decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t 
                                    size_t hold_cap) {
   DecayPipeline& p = pipeline(which);
   if (p.decay.ms() <= 0) return UINT64_MAX;
+  if (which == ExtentState::kDirty) flush_sec();  // a background thread must see them
   if (!p.mtx.try_lock()) return 0;
   const size_t current = ecache_of(which).npages();
   uint64_t ns = p.decay.ns_until_purge(current, npages_threshold);
@@ -419,6 +469,7 @@ size_t Pac::decay_stashed(ExtentState which, bool fully, EdataList* stash) {
 }
 
 void Pac::destroy_retained() {
+  flush_sec();
   while (Edata* e = extent::ecache_evict(core_, core_.ecache_retained, 0)) {
     extent::destroy_wrapper(core_, e);
   }
@@ -450,6 +501,7 @@ void reset_mutex(Mutex& m) {
 }  // namespace
 
 void Pac::read_stats(PacStatsSnap* out) {
+  flush_sec();  // per-size extent counts as the ecache would have them
   out->dirty_decay_ms = decay_ms_get(ExtentState::kDirty);
   out->muzzy_decay_ms = decay_ms_get(ExtentState::kMuzzy);
   out->nactive = nactive();
@@ -495,8 +547,10 @@ void Pac::prefork_ecaches() {
   core_.ecache_muzzy.mtx.prefork();
   core_.ecache_retained.mtx.prefork();
   core_.edata_cache.prefork();
+  sec_.prefork();
 }
 void Pac::postfork_parent() {
+  sec_.postfork_parent();
   core_.edata_cache.postfork_parent();
   core_.ecache_retained.mtx.postfork_parent();
   core_.ecache_muzzy.mtx.postfork_parent();
@@ -506,6 +560,7 @@ void Pac::postfork_parent() {
   decay_dirty_.mtx.postfork_parent();
 }
 void Pac::postfork_child() {
+  sec_.postfork_child();
   core_.edata_cache.postfork_child();
   core_.ecache_retained.mtx.postfork_child();
   core_.ecache_muzzy.mtx.postfork_child();

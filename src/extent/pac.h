@@ -33,6 +33,7 @@
 #include "extent/edata_cache.h"
 #include "extent/ehooks.h"
 #include "extent/pac_stats.h"
+#include "extent/sec.h"
 #include "meta/base.h"
 #include "support/mutex.h"
 
@@ -51,6 +52,7 @@ struct PacOptions {
   bool purge_on_grow = false;       // opt.purge_on_grow (ours): growth purges idle dirty pages
   bool decay_hold_peak = true;      // opt.decay_hold_peak (ours): dirty decay spares the dip
   bool shares_hold_budget = false;  // counted in the process-wide hold budget (HoldBudget)
+  size_t extent_cache_bytes = 0;    // opt.extent_cache_bytes (ours): the Sec's capacity, 0 = off
   size_t oversize_threshold = size_t{8} << 20;  // opt.oversize_threshold
   int64_t dirty_decay_ms = 10000;               // opt.dirty_decay_ms
   int64_t muzzy_decay_ms = 0;                   // opt.muzzy_decay_ms
@@ -168,7 +170,8 @@ class Pac {
   void destroy_retained();
 
   size_t nactive() const { return nactive_.load(std::memory_order_relaxed); }
-  size_t ndirty() const { return core_.ecache_dirty.npages(); }
+  /// Dirty pages: the dirty ecache's and the small extent cache's.
+  size_t ndirty() const { return core_.ecache_dirty.npages() + sec_.npages(); }
   size_t nmuzzy() const { return core_.ecache_muzzy.npages(); }
   size_t nretained() const { return core_.ecache_retained.npages(); }
   /// Bytes of active + dirty + muzzy pages (part of stats.mapped).
@@ -237,6 +240,15 @@ class Pac {
   /// accounting.
   Edata* obtain(Edata* expand, size_t size, size_t alignment, bool zero, bool may_grow,
                 PacSource* src);
+  /// obtain()'s reuse steps (dirty, muzzy, dirty without the bound), before any growth.
+  Edata* obtain_cached(Edata* expand, size_t size, size_t alignment, bool zero, PacSource* src);
+  /// Record everything the small extent cache holds into the dirty ecache.
+  void flush_sec();
+  /// Whether a free of `e` may stay in the small extent cache: the cache is on, the hooks are
+  /// ours (custom hooks see every free as 5.3.0 makes it) and dirty decay is not immediate.
+  bool sec_may_cache() const {
+    return sec_.enabled() && core_.ehooks.is_default() && decay_dirty_.decay.ms() != 0;
+  }
   /// The growth step of obtain(): retained address space, else a new mapping.
   Edata* take_grown(Edata* expand, size_t size, size_t alignment, bool zero, PacSource* src);
   /// `size` bytes from `src` became active: mapped (growth only), nactive/peak, counters.
@@ -264,6 +276,7 @@ class Pac {
   static constexpr size_t kGrowPurgeActiveDiv = 32;
 
   PacCore core_;
+  Sec sec_;  // ours, opt.extent_cache_bytes (sec.h)
   DecayPipeline decay_dirty_;
   DecayPipeline decay_muzzy_;
   std::atomic<size_t> nactive_{0};

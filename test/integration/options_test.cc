@@ -889,6 +889,10 @@ TEST(lg_extent_max_active_fit_bounds_reuse) {
   EXPECT_CHILD(c, "reused", kEq, 1);
 }
 
+// The coalescing tests below look at the bound alone: freed extents go straight to the dirty
+// ecache, without the small extent cache (opt.extent_cache_bytes, ours) in front of it.
+#define kNoCache "extent_cache_bytes:0"
+
 TEST_COMPAT(reuse_before_grow_splits_beyond_the_ratio, "reuse-before-grow") {
   Child c;
   // By default the request too small for the ratio still takes the resident dirty extent
@@ -898,19 +902,21 @@ TEST_COMPAT(reuse_before_grow_splits_beyond_the_ratio, "reuse-before-grow") {
   EXPECT_CHILD(c, "pdirty_after", kLt, value(c, "pdirty_before"));
   // With 5.3.0's unbounded merging the burst merges beyond the ratio, and the second round is
   // served from it without page faults.
-  if (!child(&c, "coalesce", "dirty_decay_ms:-1,bounded_coalesce:false")) return;
+  if (!child(&c, "coalesce", "dirty_decay_ms:-1,bounded_coalesce:false," kNoCache)) return;
   EXPECT_CHILD(c, "dirty_merges", kGt, 0);
   EXPECT_CHILD(c, "faults", kLt, value(c, "pages_per_round") / 8);
 }
 
 TEST_COMPAT(bounded_coalesce_false_merges_without_bound, "bounded-coalesce") {
   Child c;
-  // The bound alone: our other fallback (reuse_before_grow) off in both runs.
-  if (!child(&c, "coalesce", "dirty_decay_ms:-1,reuse_before_grow:false")) return;
+  // The bound alone: our other fallback (reuse_before_grow) and the small extent cache off in
+  // both runs.
+  if (!child(&c, "coalesce", "dirty_decay_ms:-1,reuse_before_grow:false," kNoCache)) return;
   long long pages = value(c, "pages_per_round");
   EXPECT_CHILD(c, "dirty_merges_refused", kGt, 0);
   EXPECT_CHILD(c, "faults", kLt, pages / 8);
-  if (!child(&c, "coalesce", "dirty_decay_ms:-1,bounded_coalesce:false,reuse_before_grow:false")) {
+  if (!child(&c, "coalesce",
+             "dirty_decay_ms:-1,bounded_coalesce:false,reuse_before_grow:false," kNoCache)) {
     return;
   }
   EXPECT_CHILD(c, "dirty_merges_refused", kEq, 0);
@@ -921,8 +927,11 @@ TEST_COMPAT(bounded_coalesce_false_merges_without_bound, "bounded-coalesce") {
 
 TEST_COMPAT(bounded_coalesce_switches_at_run_time, "bounded-coalesce") {
   Child c;
-  // The bound alone (reuse_before_grow off), and nothing purged between the rounds.
-  if (!child(&c, "coalesce_switch", "dirty_decay_ms:-1,reuse_before_grow:false")) return;
+  // The bound alone (reuse_before_grow and the small extent cache off), and nothing purged
+  // between the rounds.
+  if (!child(&c, "coalesce_switch", "dirty_decay_ms:-1,reuse_before_grow:false," kNoCache)) {
+    return;
+  }
   long long pages = value(c, "pages_per_round");
   EXPECT_CHILD(c, "refused_on", kGt, 0);
   EXPECT_CHILD(c, "faults_on", kLt, pages / 8);

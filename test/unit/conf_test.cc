@@ -162,6 +162,7 @@ constexpr Valid kValid[] = {
     {"borrow_dirty", "false", "borrow_dirty", "false"},
     {"decay_hold_peak", "false", "decay_hold_peak", "false"},
     {"safety_checks", "true", "safety_checks", "true"},
+    {"extent_cache_bytes", "0", "extent_cache_bytes", "0"},
     {"prof", "true", "prof", "true"},
     {"prof_prefix", "/tmp/x", "prof_prefix", "/tmp/x"},
     {"prof_active", "false", "prof_active", "false"},

@@ -1,0 +1,83 @@
+// sec.cc: the small extent cache (see sec.h).
+#include "extent/sec.h"
+
+#include <atomic>
+
+#include "support/config.h"
+
+namespace je {
+
+namespace {
+constexpr size_t kPage = config::kPage;
+
+// `cached` is written under the owning cache's mutex but read by Pac::expand under another
+// arena's (a neighbour may belong to any arena): relaxed atomic access keeps that read defined.
+void set_cached(Edata* e, bool v) { std::atomic_ref<bool>(e->cached).store(v, std::memory_order_relaxed); }
+bool is_cached(Edata* e) { return std::atomic_ref<bool>(e->cached).load(std::memory_order_relaxed); }
+}  // namespace
+
+void Sec::init(size_t max_bytes) { max_bytes_ = max_bytes; }
+
+Edata* Sec::take(size_t size, size_t alignment) {
+  const size_t npages = size / kPage;
+  if (npages == 0 || npages > kMaxPages || npages_.load(std::memory_order_relaxed) == 0) {
+    return nullptr;
+  }
+  EdataList& l = lists_[npages - 1];
+  MutexGuard g(mtx_);
+  for (Edata* e = l.front(); e != nullptr; e = EdataList::next(e)) {
+    if ((reinterpret_cast<uintptr_t>(e->addr) & (alignment - 1)) != 0) continue;
+    unlink_locked(l, e);
+    return e;
+  }
+  return nullptr;
+}
+
+bool Sec::put(Edata* e, EdataList* evicted) {
+  const size_t npages = e->size / kPage;
+  if (npages > kMaxPages || e->size > max_bytes_) return false;
+  MutexGuard g(mtx_);
+  set_cached(e, true);
+  lists_[npages - 1].push_front(e);
+  bytes_ += e->size;
+  npages_.store(bytes_ / kPage, std::memory_order_relaxed);
+  if (bytes_ > max_bytes_) {
+    // Over capacity: give up whole lists, round robin, down to half the capacity, so that an
+    // overflowing burst pays one flush per half capacity rather than one per free.
+    for (size_t n = 0; n < kMaxPages && bytes_ > max_bytes_ / 2; n++) {
+      drain_list_locked(next_evict_, evicted);
+      next_evict_ = (next_evict_ + 1) % kMaxPages;
+    }
+  }
+  return true;
+}
+
+bool Sec::remove(Edata* e, unsigned arena_ind) {
+  MutexGuard g(mtx_);
+  if (!is_cached(e) || e->arena_ind != arena_ind) return false;
+  unlink_locked(lists_[e->size / kPage - 1], e);
+  return true;
+}
+
+void Sec::flush(EdataList* out) {
+  if (npages_.load(std::memory_order_relaxed) == 0) return;
+  MutexGuard g(mtx_);
+  for (size_t i = 0; i < kMaxPages; i++) drain_list_locked(i, out);
+}
+
+void Sec::unlink_locked(EdataList& l, Edata* e) {
+  l.remove(e);
+  set_cached(e, false);
+  bytes_ -= e->size;
+  npages_.store(bytes_ / kPage, std::memory_order_relaxed);
+}
+
+void Sec::drain_list_locked(size_t i, EdataList* out) {
+  EdataList& l = lists_[i];
+  while (Edata* e = l.front()) {
+    unlink_locked(l, e);
+    out->push_back(e);
+  }
+}
+
+}  // namespace je

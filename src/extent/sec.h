@@ -1,0 +1,76 @@
+// sec.h: the small extent cache of one arena's page allocator (ours, opt.extent_cache_bytes).
+//
+// Purpose: page allocators spend most of a small extent's life in bookkeeping -- a free records
+// the extent dirty, coalesces it with its neighbours and files it in the eset; the next request
+// of the same size finds it, splits it off again and re-activates it (about 1,400 instructions
+// each way on x86-64). Workloads that free and re-request the same small page counts in bursts
+// (one-page slabs of the 4 KiB class, 16 KiB large blocks grown by realloc: ClickHouse's hash
+// tables) do nothing else. The cache keeps recently freed extents of up to kMaxPages pages as
+// they are, one LIFO list per page count, and hands them back to requests of exactly that size.
+// Cached extents stay active in the emap (neighbours do not coalesce into them) and count as
+// dirty pages. Pac flushes the cache into the dirty ecache -- where they coalesce as any free
+// does -- whenever it matters that they be seen there: before it would grow (so that freed
+// memory is reused before any retained or fresh memory is taken), at each decay epoch (decay
+// sees every dirty page within one epoch), before purging on request, before reading
+// statistics, and when in-place growth needs a cached neighbour.
+// Layer: extent. Callers: Pac only.
+// Concurrency: one mutex (LockRank::kLeaf: nothing is taken while it is held; extents leaving
+// the cache are handed back to the caller, who records them after unlocking). npages() is a
+// relaxed atomic read for statistics and the unlocked "anything cached?" test.
+// Invariants: every cached extent has `cached` set, is page aligned with its cache-oblivious
+// offset dropped, belongs to this arena and sits in exactly one list, the one of its page count;
+// bytes_ == the sum of their sizes <= max_bytes_.
+// jemalloc mapping: none in the PAC; 5.3.0's HPA has a cache of the same kind (sec.c, options
+// hpa_sec_*), which the default configuration does not use.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+#include "extent/edata.h"
+#include "support/mutex.h"
+
+namespace je {
+
+class Sec {
+ public:
+  /// Largest extent cached, in pages (64 KiB with 4 KiB pages).
+  static constexpr size_t kMaxPages = 16;
+
+  /// max_bytes 0 turns the cache off (put() refuses everything).
+  void init(size_t max_bytes);
+  bool enabled() const { return max_bytes_ != 0; }
+
+  /// A cached extent of exactly `size` bytes whose address is a multiple of `alignment`;
+  /// nullptr when there is none.
+  Edata* take(size_t size, size_t alignment);
+  /// Cache `e` (active, offset dropped). False when it is too large or the cache is off: the
+  /// caller records it as usual. When the cache overflows, it gives up its least recently
+  /// filled lists down to half its capacity into *evicted, for the caller to record.
+  bool put(Edata* e, EdataList* evicted);
+  /// Remove `e` -- any extent, of any arena -- if it sits in this cache, which belongs to arena
+  /// `arena_ind` (in-place growth wants a cached neighbour). True if it did.
+  bool remove(Edata* e, unsigned arena_ind);
+  /// Everything cached, into *out.
+  void flush(EdataList* out);
+
+  /// Pages cached now (unlocked read).
+  size_t npages() const { return npages_.load(std::memory_order_relaxed); }
+
+  void prefork() { mtx_.prefork(); }
+  void postfork_parent() { mtx_.postfork_parent(); }
+  void postfork_child() { mtx_.postfork_child(); }
+
+ private:
+  void unlink_locked(EdataList& l, Edata* e);
+  void drain_list_locked(size_t i, EdataList* out);
+
+  Mutex mtx_{LockRank::kLeaf, "extent_cache"};
+  size_t max_bytes_ = 0;
+  size_t bytes_ = 0;
+  size_t next_evict_ = 0;  // round-robin start of the lists given up on overflow
+  std::atomic<size_t> npages_{0};
+  EdataList lists_[kMaxPages];  // lists_[n - 1]: extents of n pages, most recent first
+};
+
+}  // namespace je
