@@ -43,6 +43,7 @@ struct ProfOptions {
   bool accum = false;
   bool unbias = true;
   bool sys_thread_name = false;
+  bool stats = false;  // opt.prof_stats
 
   bool operator==(const ProfOptions&) const;
 };
@@ -83,8 +84,12 @@ uint64_t prof_interval();
 bool prof_prefix_set(const char* prefix);
 /// Copies the current dump prefix into buf (NUL-terminated, at most `size` bytes).
 void prof_prefix_get(char* buf, size_t size);
-/// prof.reset: the new sample rate (clipped to kProfLgSampleMax); every count to zero.
+/// prof.reset: the new sample rate (clipped to kProfLgSampleMax); every count to zero. The
+/// reset epoch advances, so that every thread redraws its distance to the next sample with the
+/// new rate on its next allocation slow path; the calling thread's next allocation takes it.
 void prof_reset(size_t lg_sample);
+/// Counts prof.reset calls: a thread whose armed distance was drawn in an older epoch redraws.
+uint64_t prof_reset_epoch();
 /// prof.dump: writes a heap profile to `filename` (nullptr: <prefix>.<pid>.<seq>.m<n>.heap).
 /// True on success; false (prof.dump's EFAULT, 5.3.0's "dump failed") when profiling is off,
 /// the prefix is empty, or the file cannot be written.
@@ -94,8 +99,27 @@ bool prof_idump();
 /// lg_prof_interval: `bytes` more were allocated (by one thread, in a batch); writes an interval
 /// dump each time the process-wide count passes a multiple of prof.interval. No lock held.
 void prof_interval_account(uint64_t bytes);
-/// High-water dump (prof.gdump): <prefix>.<pid>.<seq>.u<n>.heap.
+/// High-water dump (prof.gdump): <prefix>.<pid>.<seq>.u<n>.heap, when prof.active is on (as
+/// in 5.3.0). Called at a safe point (no allocator lock held, not reentrant) by the thread
+/// whose extent growth raised the high-water mark (extent::gdump_take_pending).
 bool prof_gdump();
+
+// ---- prof.stats (opt.prof_stats) ---------------------------------------------------------------
+
+/// One size class's sampled allocations: the requested bytes summed and their number (raw
+/// samples, not unbiased; 5.3.0's prof_stats_t).
+struct ProfStats {
+  uint64_t req_sum;
+  uint64_t count;
+};
+/// Whether prof.stats.* exist (opt.prof and opt.prof_stats).
+bool prof_stats_enabled();
+/// Size class `szind`'s live (sampled and not yet freed) and accumulated (ever sampled, since
+/// boot) counts.
+void prof_stats_get(unsigned szind, ProfStats* live, ProfStats* accum);
+/// A sampled allocation of class `szind` asked for `req` bytes / was freed (prof module).
+void prof_stats_sampled(unsigned szind, size_t req);
+void prof_stats_freed(unsigned szind, size_t req);
 
 // ---- per-thread data (thread.prof.*) ---------------------------------------------------------
 
@@ -118,9 +142,13 @@ bool prof_thread_active_get();
 bool prof_thread_active_set(bool v);
 /// thread.prof.name of the calling thread ("" when unset).
 const char* prof_thread_name_get();
-/// Sets it: 0, EFAULT (nullptr, or a character that is neither printable nor blank) or EAGAIN
-/// (no memory).
+/// Sets it: 0, EFAULT (nullptr, or a character that is neither printable nor blank), EAGAIN
+/// (no memory), or ENOENT under opt.prof_sys_thread_name (the system's name rules, 5.3.0).
 int prof_thread_name_set(const char* name);
+/// opt.prof_sys_thread_name: the calling thread's name becomes its system name (PR_GET_NAME,
+/// no malloc). Called on each of its sampled allocations, so a later pthread_setname_np shows
+/// in the next dump, as in 5.3.0. No-op without the option.
+void prof_thread_name_refresh();
 /// Marks the calling thread's data as belonging to an exited thread.
 void prof_thread_exit();
 
