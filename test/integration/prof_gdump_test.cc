@@ -23,17 +23,6 @@ using namespace jt::subproc;
 
 namespace {
 
-// A --disable-prof build has no profiler to test.
-bool profiling_built() {
-  bool on = false;
-  size_t sz = sizeof(on);
-  if (mallctl("config.prof", &on, &sz, nullptr, 0) != 0 || !on) {
-    jt::skip("config.prof is false (configure --disable-prof)");
-    return false;
-  }
-  return true;
-}
-
 // Files named <stem>.<pid>.<seq>.u<n>.heap in `dir`: how many, and the largest n (-1: none);
 // with `remove`, they are deleted. `ok_order` is cleared unless larger seq means larger n.
 int count_udumps(const char* dir, const char* stem, long long pid, long long* max_n,
