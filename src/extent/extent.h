@@ -11,6 +11,8 @@
 //     threshold. A neighbour claimed but refused for size is released unchanged. Switchable
 //     per Pac (opt.bounded_coalesce, arena.<i>.bounded_coalesce) to reproduce jemalloc 5.3's
 //     unbounded behaviour.
+// Under opt.prof it also keeps heap profiling's high-water mark of mapped extent pages (the
+// prof_gdump trigger; see the end of this header).
 // Eviction (decay/purge) coalesces the LRU extent with no reuse bound; with the bound on, only up
 // to the amount the purge wants, and the merged extent never goes back into the dirty cache.
 // Layer: extent. Callers: pac, which hands them its PacCore (and unit tests).

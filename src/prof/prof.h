@@ -2,20 +2,25 @@
 //
 // Purpose: the switches jemalloc 5.3.0 keeps for its heap profiler (prof.active,
 // prof.thread_active_init, prof.gdump, the dump prefix, the sample rate) and the per-thread
-// profiling data (thread.prof.active, thread.prof.name, the thread's id in dumps). Options come
-// once, at boot, in ProfOptions (src/api/init.cc fills it from the option table); afterwards the
+// profiling data (thread.prof.active, thread.prof.name, the thread's id in dumps), the dump
+// drivers (prof.dump, interval, high-water and final dumps), the prof.reset epoch and the
+// per-size-class sample statistics (prof.stats, opt.prof_stats). Options come once, at boot, in ProfOptions (src/api/init.cc fills it from the option table); afterwards the
 // ctl layer reads and changes the run-time values through the functions below.
 // Layer: prof, between thread (below: tsd, base memory) and ctl (above: the mallctl handlers).
-// Callers: src/api/init (prof_boot), src/ctl (prof.*, thread.prof.*).
+// Callers: src/api/init (prof_boot), src/api/alloc_path (the reset epoch, high-water dumps at
+// the end of an allocation slow path), src/ctl (prof.*, thread.prof.*), prof_tctx (stats,
+// system thread names). Below it, the extent layer keeps the high-water mark (extent.h).
 // Concurrency: the global switches are atomics (relaxed: a switch only needs to be seen
 // eventually by allocating threads). `g_prof_mtx` (LockRank::kProf, taken with no other
 // allocator lock held) guards the list of thread data and the dump prefix. A thread's own
 // ProfTdata is written only by that thread, except `exited`.
 // Invariants: with config::kProf false or opt.prof false nothing here is ever allocated and
-// every query answers "off"; a ProfTdata, once created, lives (in base memory) until the
+// every query answers "off"; prof.stats cells are relaxed atomics (a read may pair a count and
+// a sum from either side of a concurrent update); a ProfTdata, once created, lives (in base memory) until the
 // process ends, so the name pointer thread.prof.name hands out stays valid.
 // jemalloc mapping: prof.c (prof_active_*, prof_thread_active_init_*, prof_gdump_*,
-// prof_prefix_set, lg_prof_sample, prof_interval), prof_data.c (prof_tdata_t, thread names).
+// prof_prefix_set, lg_prof_sample, prof_interval, prof_gdump), prof_data.c (prof_tdata_t,
+// thread names), prof_sys.c (prof_sys_thread_name_fetch), prof_stats.c.
 #pragma once
 
 #include <sys/types.h>
