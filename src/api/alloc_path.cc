@@ -10,6 +10,7 @@
 #include "arena/bin_info.h"
 #include "arena/large.h"
 #include "ctl/opt.h"
+#include "extent/extent.h"
 #include "prof/prof.h"
 #include "prof/prof_sample.h"
 #include "prof/prof_tctx.h"
@@ -189,6 +190,7 @@ void prof_arm(Tsd& tsd, uint64_t from) {
   // lg_prof_interval counts bytes in batches of one sample distance per thread.
   if (tsd.prof_armed && !in_reentrant_call()) prof_interval_account(from - tsd.prof_counted);
   tsd.prof_counted = from;
+  tsd.prof_epoch = prof_reset_epoch();
   tsd_set_prof_next_sample(tsd, from + prof_sample_gap(&tsd.prof_prng, prof_lg_sample()));
 }
 
@@ -213,7 +215,7 @@ JE_NOINLINE_COLD void* alloc_sampled(Tsd& tsd, const Request& r, Arena* arena) {
   if (p == nullptr) return nullptr;
   Edata* e = g_emap.lookup_entry(p).edata;
   // Frames dropped: alloc_sampled, allocate.
-  ProfTctx* t = prof_tctx_sample(usize, 2);
+  ProfTctx* t = prof_tctx_sample(usize, r.size, 2);
   if (t == nullptr) {
     // Not sampled after all: an ordinary large block (promotion undone by the caller's
     // normal path).
@@ -230,11 +232,27 @@ JE_NOINLINE_COLD void* alloc_sampled(Tsd& tsd, const Request& r, Arena* arena) {
 // (unless the call comes from inside the allocator, e.g. the unwinder), else nullptr; the next
 // distance is drawn either way.
 JE_NOINLINE_COLD void* maybe_sample_slow(Tsd& tsd, const Request& r, Arena* arena) {
-  if (JE_UNLIKELY(!tsd.prof_armed)) prof_arm(tsd, tsd.allocated);
+  // Never armed, or armed before the last prof.reset (whose new rate must apply now, not after
+  // a distance drawn with the old one): draw from here.
+  if (JE_UNLIKELY(!tsd.prof_armed || tsd.prof_epoch != prof_reset_epoch())) {
+    prof_arm(tsd, tsd.allocated);
+  }
   if (tsd.allocated + r.usize < tsd.prof_next_sample) return nullptr;
   void* p = in_reentrant_call() ? nullptr : alloc_sampled(tsd, r, arena);
   prof_arm(tsd, tsd.allocated + r.usize);
   return p;
+}
+
+// prof_gdump: this thread's extent growth raised the high-water mark; now, with no allocator
+// lock held, the dump can be written (never from inside the allocator's own calls: the mark
+// waits for this thread's next allocation slow path).
+JE_NOINLINE_COLD void gdump_slow() {
+  if (in_reentrant_call()) return;
+  if (extent::gdump_take_pending()) prof_gdump();
+}
+
+JE_ALWAYS_INLINE void gdump_at_safe_point() {
+  if (config::kProf && JE_UNLIKELY(prof_enabled())) gdump_slow();
 }
 
 // Kept apart (cold, out of line) so that the slow paths pay only the flag test without it.
@@ -314,6 +332,7 @@ void* allocate(const Request& r) {
     tsd.allocated += r.usize;
     tsd_alloc_event(tsd);
   }
+  gdump_at_safe_point();
   return p;
 }
 
@@ -429,6 +448,7 @@ void* reallocate(void* ptr, const Request& r) {
   std::memcpy(p, ptr, usize < oldsize ? usize : oldsize);
   idalloc(tc, ptr, ent);
   account_resize(tsd, usize, oldsize);
+  gdump_at_safe_point();
   return p;
 }
 

@@ -130,6 +130,7 @@ ProfOptions prof_config(const Options& o) {
   p.accum = o.prof_accum;
   p.unbias = o.prof_unbias;
   p.sys_thread_name = o.prof_sys_thread_name;
+  p.stats = o.prof_stats;
   return p;
 }
 

@@ -94,6 +94,12 @@ int node_prof_reset(Req& r);
 int node_prof_interval(Req& r);
 int node_prof_lg_sample(Req& r);
 int node_thread_prof_name(Req& r);
+int node_prof_stats_bins_live(Req& r);
+int node_prof_stats_bins_accum(Req& r);
+int node_prof_stats_lextents_live(Req& r);
+int node_prof_stats_lextents_accum(Req& r);
+bool index_prof_stats_bin(const size_t* mib, size_t miblen, size_t i);
+bool index_prof_stats_lextent(const size_t* mib, size_t miblen, size_t i);
 int node_thread_prof_active(Req& r);
 
 /// stats.zero_reallocs (live, not part of the snapshot -- as in 5.3.0).

@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include "ctl/ctl_handlers.h"
+#include "meta/sc.h"
 #include "prof/prof.h"
 #include "support/config.h"
 
@@ -134,6 +135,47 @@ int node_thread_prof_active(Req& r) {
     if (!prof_thread_active_set(v)) return EAGAIN;
   }
   return read_out(r, old);
+}
+
+}  // namespace je::ctl
+
+// ---- prof.stats.{bins,lextents}.<i>.{live,accum} -----------------------------------------------
+// They exist only under opt.prof and opt.prof_stats (5.3.0 answers ENOENT for every name,
+// mallctlnametomib included, otherwise). Read-only; the value is ProfStats, 5.3.0's
+// prof_stats_t {req_sum, count}.
+
+namespace je::ctl {
+
+bool index_prof_stats_bin(const size_t*, size_t, size_t i) {
+  return config::kProf && prof_stats_enabled() && i < sc::kNBins;
+}
+bool index_prof_stats_lextent(const size_t*, size_t, size_t i) {
+  return config::kProf && prof_stats_enabled() && i < sc::kNLExtents;
+}
+
+namespace {
+
+int prof_stats_read(Req& r, unsigned szind, bool accum) {
+  if constexpr (!config::kProf) return ENOENT;
+  if (int e = readonly(r)) return e;
+  ProfStats live, acc;
+  prof_stats_get(szind, &live, &acc);
+  return read_out(r, accum ? acc : live);
+}
+
+}  // namespace
+
+int node_prof_stats_bins_live(Req& r) {
+  return prof_stats_read(r, static_cast<unsigned>(r.mib[3]), false);
+}
+int node_prof_stats_bins_accum(Req& r) {
+  return prof_stats_read(r, static_cast<unsigned>(r.mib[3]), true);
+}
+int node_prof_stats_lextents_live(Req& r) {
+  return prof_stats_read(r, static_cast<unsigned>(sc::kNBins + r.mib[3]), false);
+}
+int node_prof_stats_lextents_accum(Req& r) {
+  return prof_stats_read(r, static_cast<unsigned>(sc::kNBins + r.mib[3]), true);
 }
 
 }  // namespace je::ctl

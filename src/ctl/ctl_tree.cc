@@ -48,9 +48,6 @@ int arenas_bin_field(Req& r) {
 
 bool index_bin(const size_t*, size_t, size_t i) { return i < sc::kNBins; }
 bool index_lextent(const size_t*, size_t, size_t i) { return i < sc::kNLExtents; }
-// prof.stats.{bins,lextents}.<i> exist only with prof:true,prof_stats:true (5.3.0 answers
-// ENOENT here too when they are off); we do not keep those statistics.
-bool index_never(const size_t*, size_t, size_t) { return false; }
 bool index_stats_arena(const size_t*, size_t, size_t i) { return stats_arena_valid(i); }
 
 // ---- version, epoch, background threads: leaves of the root -------------------------------------
@@ -177,16 +174,22 @@ constexpr Node kArenas[] = {
 
 constexpr Node kArenaI = named("", kArenaChildren);
 
-// ---- prof.* (ctl_prof.cc; prof.log_* and prof.stats.* are not implemented: ENOENT) --------------
+// ---- prof.* (ctl_prof.cc; prof.log_* are not implemented: ENOENT) ------------------------------
 
-constexpr Node kProfStatsElem[] = {
-    leaf("live", &node_absent),
-    leaf("accum", &node_absent),
+// prof.stats.{bins,lextents}.<i> exist only with prof:true,prof_stats:true (the index checks).
+constexpr Node kProfStatsBinElem[] = {
+    leaf("live", &node_prof_stats_bins_live),
+    leaf("accum", &node_prof_stats_bins_accum),
 };
-constexpr Node kProfStatsI = named("", kProfStatsElem);
+constexpr Node kProfStatsLextentElem[] = {
+    leaf("live", &node_prof_stats_lextents_live),
+    leaf("accum", &node_prof_stats_lextents_accum),
+};
+constexpr Node kProfStatsBinI = named("", kProfStatsBinElem);
+constexpr Node kProfStatsLextentI = named("", kProfStatsLextentElem);
 constexpr Node kProfStats[] = {
-    indexed("bins", &index_never, kProfStatsI),
-    indexed("lextents", &index_never, kProfStatsI),
+    indexed("bins", &index_prof_stats_bin, kProfStatsBinI),
+    indexed("lextents", &index_prof_stats_lextent, kProfStatsLextentI),
 };
 constexpr Node kProf[] = {
     leaf("thread_active_init", &node_prof_thread_active_init),

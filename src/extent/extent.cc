@@ -6,6 +6,7 @@
 #include "extent/extent.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "extent/ecache.h"
 #include "extent/emap.h"
@@ -18,6 +19,35 @@ namespace je::extent {
 namespace {
 
 constexpr size_t kPage = config::kPage;
+
+// prof_gdump's counters (see extent.h).
+constinit bool g_gdump_track = false;  // opt.prof: set once at boot
+constinit std::atomic<bool> g_gdump_on{false};
+constinit std::atomic<size_t> g_gdump_cur{0};
+constinit std::atomic<size_t> g_gdump_high{0};
+constinit thread_local bool t_gdump_pending JE_TLS_IE = false;
+
+void gdump_add(const Edata* e) {
+  const size_t n = e->size >> config::kLgPage;
+  const size_t cur = g_gdump_cur.fetch_add(n, std::memory_order_relaxed) + n;
+  size_t high = g_gdump_high.load(std::memory_order_relaxed);
+  // A racing thread may have raised the mark further; whoever moves it marks itself.
+  while (cur > high) {
+    if (g_gdump_high.compare_exchange_weak(high, cur, std::memory_order_relaxed)) {
+      if (g_gdump_on.load(std::memory_order_relaxed)) t_gdump_pending = true;
+      return;
+    }
+  }
+}
+
+void gdump_sub(const Edata* e) {
+  const size_t n = e->size >> config::kLgPage;
+  // Extents counted before the tracking began (none: it starts at boot) cannot underflow it.
+  size_t cur = g_gdump_cur.load(std::memory_order_relaxed);
+  while (!g_gdump_cur.compare_exchange_weak(cur, cur >= n ? cur - n : 0,
+                                            std::memory_order_relaxed)) {
+  }
+}
 
 void deactivate_locked(Ecache& ec, Edata* e) {
   if constexpr (config::kDebug) ec.mtx.assert_owner();
@@ -350,6 +380,7 @@ Edata* ecache_alloc_grow(PacCore& pac, Edata* expand, size_t size, size_t alignm
   Edata* e = recycle(pac, pac.ecache_retained, expand, size, alignment, zero, &commit);
   if (e != nullptr) {
     pac.grow_mtx.unlock();
+    if (g_gdump_track) gdump_add(e);
     return e;
   }
   if (pac.retain() && expand == nullptr) {
@@ -363,6 +394,7 @@ Edata* ecache_alloc_grow(PacCore& pac, Edata* expand, size_t size, size_t alignm
                       &commit);
   }
   *fresh = e != nullptr;
+  if (g_gdump_track && e != nullptr) gdump_add(e);
   return e;
 }
 
@@ -419,6 +451,7 @@ Edata* ecache_evict(PacCore& pac, Ecache& ec, size_t npages_min, size_t npages_w
 }
 
 void dalloc_wrapper(PacCore& pac, Edata* e) {
+  if (g_gdump_track) gdump_sub(e);
   if (!pac.ehooks.dalloc_will_fail(pac.retain())) {
     // Deregister first so no other thread can find the range while it is being unmapped.
     deregister_impl(e);
@@ -458,5 +491,23 @@ Edata* split_wrapper(PacCore& pac, Edata* e, size_t size_a, size_t size_b) {
 }
 
 bool merge_wrapper(PacCore& pac, Edata* a, Edata* b) { return merge_impl(pac, a, b); }
+
+void gdump_boot(bool on) {
+  g_gdump_on.store(on, std::memory_order_relaxed);
+  g_gdump_track = true;
+}
+
+void gdump_switch(bool on) { g_gdump_on.store(on, std::memory_order_relaxed); }
+
+bool gdump_take_pending() {
+  if (JE_LIKELY(!t_gdump_pending)) return false;
+  t_gdump_pending = false;
+  return true;
+}
+
+void gdump_pages(size_t* cur, size_t* high) {
+  *cur = g_gdump_cur.load(std::memory_order_relaxed);
+  *high = g_gdump_high.load(std::memory_order_relaxed);
+}
 
 }  // namespace je::extent

@@ -11,6 +11,8 @@
 //     threshold. A neighbour claimed but refused for size is released unchanged. Switchable
 //     per Pac (opt.bounded_coalesce, arena.<i>.bounded_coalesce) to reproduce jemalloc 5.3's
 //     unbounded behaviour.
+// Under opt.prof it also keeps heap profiling's high-water mark of mapped extent pages (the
+// prof_gdump trigger; see the end of this header).
 // Eviction (decay/purge) coalesces the LRU extent with no reuse bound; with the bound on, only up
 // to the amount the purge wants, and the merged extent never goes back into the dirty cache.
 // Layer: extent. Callers: pac, which hands them its PacCore (and unit tests).
@@ -75,6 +77,25 @@ bool purge_lazy_wrapper(PacCore& pac, Edata* e, size_t offset, size_t length);
 Edata* split_wrapper(PacCore& pac, Edata* e, size_t size_a, size_t size_b);
 /// Merge the owned, adjacent extent `b` into `a`. False on hooks refusal (both unchanged).
 bool merge_wrapper(PacCore& pac, Edata* a, Edata* b);
+
+// ---- heap profiling's high-water mark (prof_gdump) ---------------------------------------------
+// The pages of extents in use or cached (active, dirty, muzzy) over all arenas: counted up when
+// an extent leaves the retained cache or is freshly mapped (ecache_alloc_grow), down when one is
+// unmapped or goes back to retained (dalloc_wrapper) -- 5.3.0's curpages. Each time the count
+// passes its largest value so far while prof.gdump is on, the thread that grew it is marked;
+// the api layer writes the dump at the end of that thread's allocation (extent code runs
+// under allocator locks, a dump must not). Counted only under opt.prof (gdump_boot), on the
+// extent-growth and unmapping slow paths; nothing on the malloc/free fast paths.
+
+/// At boot, with opt.prof: start counting; `on` is opt.prof_gdump.
+void gdump_boot(bool on);
+/// prof.gdump written.
+void gdump_switch(bool on);
+/// Whether this thread raised the high-water mark while prof.gdump was on since the last call;
+/// clears the mark.
+bool gdump_take_pending();
+/// The pages counted now and the high-water mark (tests).
+void gdump_pages(size_t* cur, size_t* high);
 
 }  // namespace extent
 }  // namespace je

@@ -2,13 +2,16 @@
 #include "prof/prof.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
+#include "extent/extent.h"
 #include "meta/base.h"
+#include "meta/sc.h"
 #include "prof/prof_backtrace.h"
 #include "prof/prof_ctx.h"
 #include "prof/prof_dump.h"
@@ -16,6 +19,7 @@
 #include "support/malloc_io.h"
 #include "support/compiler.h"
 #include "support/mutex.h"
+#include "thread/tsd.h"
 
 namespace je {
 
@@ -31,6 +35,16 @@ constinit std::atomic<bool> g_thread_active_init{false};
 constinit std::atomic<bool> g_gdump{false};
 constinit std::atomic<size_t> g_lg_sample{0};
 constinit uint64_t g_interval = 0;
+constinit std::atomic<uint64_t> g_reset_epoch{0};
+// prof_boot_late ran: the context table exists, so dumps may be written.
+constinit std::atomic<bool> g_booted_late{false};
+
+// prof.stats: per size class, live and accumulated {requested bytes, samples}. Relaxed atomics:
+// a reader may see a pair from two moments of a concurrent update, which a statistic tolerates.
+struct StatsCell {
+  std::atomic<uint64_t> live_req, live_count, accum_req, accum_count;
+};
+constinit StatsCell g_stats[sc::kNSizes]{};
 
 // Guards g_tdata_list, g_next_thr_uid and g_prefix.
 constinit Mutex g_prof_mtx{LockRank::kProf, "prof"};
@@ -67,7 +81,7 @@ bool ProfOptions::operator==(const ProfOptions& o) const {
          thread_active_init == o.thread_active_init && lg_sample == o.lg_sample &&
          lg_interval == o.lg_interval && gdump == o.gdump && final_dump == o.final_dump &&
          leak == o.leak && leak_error == o.leak_error && accum == o.accum && unbias == o.unbias &&
-         sys_thread_name == o.sys_thread_name;
+         sys_thread_name == o.sys_thread_name && stats == o.stats;
 }
 
 bool prof_boot(const ProfOptions& o) {
@@ -83,6 +97,9 @@ bool prof_boot(const ProfOptions& o) {
   g_gdump.store(o.gdump, std::memory_order_relaxed);
   g_lg_sample.store(o.lg_sample, std::memory_order_relaxed);
   g_interval = o.lg_interval >= 0 ? uint64_t{1} << o.lg_interval : 0;
+  // The high-water mark counts from the start, as 5.3.0's does whenever opt.prof is on, so a
+  // prof.gdump switched on later dumps only beyond the largest footprint seen so far.
+  extent::gdump_boot(o.gdump);
   prof_detail::g_enabled = true;
   return true;
 }
@@ -93,6 +110,7 @@ bool prof_boot_late() {
   prof_backtrace_boot();  // an empty walk is no failure: sampling then records short stacks
   prof_tctx_boot();
   if (g_opts.final_dump) atexit(prof_at_exit);
+  g_booted_late.store(true, std::memory_order_release);
   return true;
 }
 
@@ -107,7 +125,10 @@ bool prof_thread_active_init_set(bool v) {
   return g_thread_active_init.exchange(v, std::memory_order_relaxed);
 }
 bool prof_gdump_get() { return prof_enabled() && g_gdump.load(std::memory_order_relaxed); }
-bool prof_gdump_set(bool v) { return g_gdump.exchange(v, std::memory_order_relaxed); }
+bool prof_gdump_set(bool v) {
+  extent::gdump_switch(v);
+  return g_gdump.exchange(v, std::memory_order_relaxed);
+}
 size_t prof_lg_sample() { return g_lg_sample.load(std::memory_order_relaxed); }
 uint64_t prof_interval() { return g_interval; }
 
@@ -129,9 +150,49 @@ void prof_prefix_get(char* buf, size_t size) {
 void prof_reset(size_t lg_sample) {
   if (lg_sample > kProfLgSampleMax) lg_sample = kProfLgSampleMax;
   g_lg_sample.store(lg_sample, std::memory_order_relaxed);
+  g_reset_epoch.fetch_add(1, std::memory_order_release);
+  // The calling thread takes the new rate at its very next allocation: its threshold is due
+  // now, so that allocation leaves the fast path and redraws (the epoch is stale). Other
+  // threads redraw on their next allocation slow path (a cache miss or a thread event, at
+  // least every few tens of KiB).
+  if (prof_enabled()) {
+    Tsd& tsd = tsd_fetch();
+    if (tsd.prof_armed) tsd_set_prof_next_sample(tsd, tsd.allocated);
+  }
   // Every count restarts from zero; blocks sampled before stay sampled, and their frees credit
   // what is left (the table clamps at zero).
   if (prof_enabled()) prof_ctx_reset();
+}
+
+uint64_t prof_reset_epoch() { return g_reset_epoch.load(std::memory_order_acquire); }
+
+bool prof_stats_enabled() { return prof_enabled() && g_opts.stats; }
+
+void prof_stats_get(unsigned szind, ProfStats* live, ProfStats* accum) {
+  *live = {};
+  *accum = {};
+  if (szind >= sc::kNSizes) return;
+  const StatsCell& c = g_stats[szind];
+  live->req_sum = c.live_req.load(std::memory_order_relaxed);
+  live->count = c.live_count.load(std::memory_order_relaxed);
+  accum->req_sum = c.accum_req.load(std::memory_order_relaxed);
+  accum->count = c.accum_count.load(std::memory_order_relaxed);
+}
+
+void prof_stats_sampled(unsigned szind, size_t req) {
+  if (!g_opts.stats || szind >= sc::kNSizes) return;
+  StatsCell& c = g_stats[szind];
+  c.live_req.fetch_add(req, std::memory_order_relaxed);
+  c.live_count.fetch_add(1, std::memory_order_relaxed);
+  c.accum_req.fetch_add(req, std::memory_order_relaxed);
+  c.accum_count.fetch_add(1, std::memory_order_relaxed);
+}
+
+void prof_stats_freed(unsigned szind, size_t req) {
+  if (!g_opts.stats || szind >= sc::kNSizes) return;
+  StatsCell& c = g_stats[szind];
+  c.live_req.fetch_sub(req, std::memory_order_relaxed);
+  c.live_count.fetch_sub(1, std::memory_order_relaxed);
 }
 
 namespace {
@@ -326,7 +387,10 @@ void prof_interval_account(uint64_t bytes) {
 }
 
 bool prof_gdump() {
-  if (!prof_enabled()) return false;
+  // 5.3.0 writes high-water dumps only while prof.active is on.
+  if (!prof_enabled() || !g_booted_late.load(std::memory_order_acquire) || !prof_active_get()) {
+    return false;
+  }
   ProfCnt all;
   size_t nctx;
   MutexGuard g(g_dump_mtx);
@@ -375,7 +439,9 @@ const char* prof_thread_name_get() {
   return td != nullptr ? td->name : "";
 }
 
-int prof_thread_name_set(const char* name) {
+namespace {
+
+int thread_name_set(const char* name) {
   if (name == nullptr) return EFAULT;
   size_t n = 0;
   for (; name[n] != '\0'; n++) {
@@ -397,6 +463,25 @@ int prof_thread_name_set(const char* name) {
   }
   memcpy(td->name, name, n + 1);
   return 0;
+}
+
+}  // namespace
+
+int prof_thread_name_set(const char* name) {
+  // Under prof_sys_thread_name the system's name rules (5.3.0 answers ENOENT).
+  if (g_opts.sys_thread_name) return ENOENT;
+  return thread_name_set(name);
+}
+
+void prof_thread_name_refresh() {
+  if (!g_opts.sys_thread_name) return;
+  // PR_GET_NAME fills at most 16 bytes (the kernel's TASK_COMM_LEN) with a terminated name; it
+  // needs neither malloc nor a file descriptor. A name with characters thread.prof.name would
+  // refuse is not taken, as in 5.3.0.
+  char buf[17] = {};
+  if (prctl(PR_GET_NAME, buf, 0, 0, 0) != 0) return;
+  buf[16] = '\0';
+  thread_name_set(buf);
 }
 
 void prof_thread_exit() {

@@ -2,20 +2,25 @@
 //
 // Purpose: the switches jemalloc 5.3.0 keeps for its heap profiler (prof.active,
 // prof.thread_active_init, prof.gdump, the dump prefix, the sample rate) and the per-thread
-// profiling data (thread.prof.active, thread.prof.name, the thread's id in dumps). Options come
-// once, at boot, in ProfOptions (src/api/init.cc fills it from the option table); afterwards the
+// profiling data (thread.prof.active, thread.prof.name, the thread's id in dumps), the dump
+// drivers (prof.dump, interval, high-water and final dumps), the prof.reset epoch and the
+// per-size-class sample statistics (prof.stats, opt.prof_stats). Options come once, at boot, in ProfOptions (src/api/init.cc fills it from the option table); afterwards the
 // ctl layer reads and changes the run-time values through the functions below.
 // Layer: prof, between thread (below: tsd, base memory) and ctl (above: the mallctl handlers).
-// Callers: src/api/init (prof_boot), src/ctl (prof.*, thread.prof.*).
+// Callers: src/api/init (prof_boot), src/api/alloc_path (the reset epoch, high-water dumps at
+// the end of an allocation slow path), src/ctl (prof.*, thread.prof.*), prof_tctx (stats,
+// system thread names). Below it, the extent layer keeps the high-water mark (extent.h).
 // Concurrency: the global switches are atomics (relaxed: a switch only needs to be seen
 // eventually by allocating threads). `g_prof_mtx` (LockRank::kProf, taken with no other
 // allocator lock held) guards the list of thread data and the dump prefix. A thread's own
 // ProfTdata is written only by that thread, except `exited`.
 // Invariants: with config::kProf false or opt.prof false nothing here is ever allocated and
-// every query answers "off"; a ProfTdata, once created, lives (in base memory) until the
+// every query answers "off"; prof.stats cells are relaxed atomics (a read may pair a count and
+// a sum from either side of a concurrent update); a ProfTdata, once created, lives (in base memory) until the
 // process ends, so the name pointer thread.prof.name hands out stays valid.
 // jemalloc mapping: prof.c (prof_active_*, prof_thread_active_init_*, prof_gdump_*,
-// prof_prefix_set, lg_prof_sample, prof_interval), prof_data.c (prof_tdata_t, thread names).
+// prof_prefix_set, lg_prof_sample, prof_interval, prof_gdump), prof_data.c (prof_tdata_t,
+// thread names), prof_sys.c (prof_sys_thread_name_fetch), prof_stats.c.
 #pragma once
 
 #include <sys/types.h>
@@ -43,6 +48,7 @@ struct ProfOptions {
   bool accum = false;
   bool unbias = true;
   bool sys_thread_name = false;
+  bool stats = false;  // opt.prof_stats
 
   bool operator==(const ProfOptions&) const;
 };
@@ -83,8 +89,12 @@ uint64_t prof_interval();
 bool prof_prefix_set(const char* prefix);
 /// Copies the current dump prefix into buf (NUL-terminated, at most `size` bytes).
 void prof_prefix_get(char* buf, size_t size);
-/// prof.reset: the new sample rate (clipped to kProfLgSampleMax); every count to zero.
+/// prof.reset: the new sample rate (clipped to kProfLgSampleMax); every count to zero. The
+/// reset epoch advances, so that every thread redraws its distance to the next sample with the
+/// new rate on its next allocation slow path; the calling thread's next allocation takes it.
 void prof_reset(size_t lg_sample);
+/// Counts prof.reset calls: a thread whose armed distance was drawn in an older epoch redraws.
+uint64_t prof_reset_epoch();
 /// prof.dump: writes a heap profile to `filename` (nullptr: <prefix>.<pid>.<seq>.m<n>.heap).
 /// True on success; false (prof.dump's EFAULT, 5.3.0's "dump failed") when profiling is off,
 /// the prefix is empty, or the file cannot be written.
@@ -94,8 +104,27 @@ bool prof_idump();
 /// lg_prof_interval: `bytes` more were allocated (by one thread, in a batch); writes an interval
 /// dump each time the process-wide count passes a multiple of prof.interval. No lock held.
 void prof_interval_account(uint64_t bytes);
-/// High-water dump (prof.gdump): <prefix>.<pid>.<seq>.u<n>.heap.
+/// High-water dump (prof.gdump): <prefix>.<pid>.<seq>.u<n>.heap, when prof.active is on (as
+/// in 5.3.0). Called at a safe point (no allocator lock held, not reentrant) by the thread
+/// whose extent growth raised the high-water mark (extent::gdump_take_pending).
 bool prof_gdump();
+
+// ---- prof.stats (opt.prof_stats) ---------------------------------------------------------------
+
+/// One size class's sampled allocations: the requested bytes summed and their number (raw
+/// samples, not unbiased; 5.3.0's prof_stats_t).
+struct ProfStats {
+  uint64_t req_sum;
+  uint64_t count;
+};
+/// Whether prof.stats.* exist (opt.prof and opt.prof_stats).
+bool prof_stats_enabled();
+/// Size class `szind`'s live (sampled and not yet freed) and accumulated (ever sampled, since
+/// boot) counts.
+void prof_stats_get(unsigned szind, ProfStats* live, ProfStats* accum);
+/// A sampled allocation of class `szind` asked for `req` bytes / was freed (prof module).
+void prof_stats_sampled(unsigned szind, size_t req);
+void prof_stats_freed(unsigned szind, size_t req);
 
 // ---- per-thread data (thread.prof.*) ---------------------------------------------------------
 
@@ -118,9 +147,13 @@ bool prof_thread_active_get();
 bool prof_thread_active_set(bool v);
 /// thread.prof.name of the calling thread ("" when unset).
 const char* prof_thread_name_get();
-/// Sets it: 0, EFAULT (nullptr, or a character that is neither printable nor blank) or EAGAIN
-/// (no memory).
+/// Sets it: 0, EFAULT (nullptr, or a character that is neither printable nor blank), EAGAIN
+/// (no memory), or ENOENT under opt.prof_sys_thread_name (the system's name rules, 5.3.0).
 int prof_thread_name_set(const char* name);
+/// opt.prof_sys_thread_name: the calling thread's name becomes its system name (PR_GET_NAME,
+/// no malloc). Called on each of its sampled allocations, so a later pthread_setname_np shows
+/// in the next dump, as in 5.3.0. No-op without the option.
+void prof_thread_name_refresh();
 /// Marks the calling thread's data as belonging to an exited thread.
 void prof_thread_exit();
 

@@ -4,6 +4,7 @@
 #include <link.h>
 
 #include "meta/base.h"
+#include "meta/sz.h"
 #include "prof/prof.h"
 #include "prof/prof_backtrace.h"
 #include "prof/prof_ctx.h"
@@ -83,13 +84,14 @@ bool prof_tctx_wanted() {
   return td != nullptr && td->active;
 }
 
-ProfTctx* prof_tctx_sample(size_t usize, unsigned skip) {
+ProfTctx* prof_tctx_sample(size_t usize, size_t req, unsigned skip) {
   if (!prof_active_get()) return nullptr;
   ProfTdata* td = prof_tdata_get();
   if (td == nullptr || !td->active) return nullptr;
   // The capture and the table may allocate (the unwinder, base memory): those calls are
   // reentrant and take the plain paths, never sampled.
   ReentrancyGuard guard;
+  prof_thread_name_refresh();
   ProfBt bt;
   prof_backtrace(&bt, skip + 1);
   unsigned drop = 0;
@@ -112,6 +114,9 @@ ProfTctx* prof_tctx_sample(size_t usize, unsigned skip) {
   t->thr_uid = td->thr_uid;
   t->objs = objs;
   t->bytes = bytes;
+  t->req = req;
+  t->szind = sz::size2index(usize);
+  prof_stats_sampled(t->szind, req);
   return t;
 }
 
@@ -125,7 +130,10 @@ void prof_tctx_postfork_parent() { g_free_mtx.postfork_parent(); }
 void prof_tctx_postfork_child() { g_free_mtx.postfork_child(); }
 
 void prof_tctx_free(ProfTctx* t) {
-  if (t->ctx != nullptr) prof_ctx_credit(t->ctx, t->thr_uid, t->objs, t->bytes);
+  if (t->ctx != nullptr) {
+    prof_ctx_credit(t->ctx, t->thr_uid, t->objs, t->bytes);
+    prof_stats_freed(t->szind, t->req);
+  }
   t->ctx = nullptr;
   MutexGuard g(g_free_mtx);
   t->next_free = g_free;

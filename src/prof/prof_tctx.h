@@ -37,13 +37,15 @@ struct ProfTctx {
   uint64_t thr_uid;
   uint64_t objs;  // what was charged
   uint64_t bytes;
+  size_t req;       // bytes asked for (prof.stats)
+  unsigned szind;   // the size class the caller sees (prof.stats)
 };
 
-/// Samples an allocation of usable size `usize` by the calling thread: captures its
-/// backtrace (dropping `skip` innermost frames) and charges its context. nullptr when the
+/// Samples an allocation of usable size `usize` (`req` bytes asked for) by the calling thread:
+/// captures its backtrace (dropping `skip` innermost frames) and charges its context. nullptr when the
 /// thread's profiling is inactive (thread.prof.active / prof.active false) or memory is short:
 /// the block is then an ordinary one.
-ProfTctx* prof_tctx_sample(size_t usize, unsigned skip);
+ProfTctx* prof_tctx_sample(size_t usize, size_t req, unsigned skip);
 /// Whether the calling thread samples now (prof.active and its thread.prof.active): checked
 /// before a sampled block is set up, so that a crossing with profiling inactive costs nothing.
 bool prof_tctx_wanted();

@@ -47,6 +47,7 @@ struct Tsd {
   uint64_t prof_next_sample;  // heap profiling: the allocation crossing it is sampled
   uint64_t prof_prng;         // ... and the state that draws the distance to the next one
   uint64_t prof_counted;      // allocated when the last threshold was drawn (lg_prof_interval)
+  uint64_t prof_epoch;        // prof.reset epoch the threshold was drawn in (redrawn when stale)
   Arena* arena;
   TsdState state;
   bool tcache_enabled;

@@ -204,6 +204,18 @@ inline bool thp_mode_is_madvise() {
   return std::strstr(buf, "[madvise]") != nullptr;
 }
 
+/// The profiling tests' guard: false (and the test skipped) in a --disable-prof build, which
+/// has no profiler to test.
+inline bool profiling_built() {
+  bool on = false;
+  size_t sz = sizeof(on);
+  if (mallctl("config.prof", &on, &sz, nullptr, 0) != 0 || !on) {
+    jt::skip("config.prof is false (configure --disable-prof)");
+    return false;
+  }
+  return true;
+}
+
 /// The mode every program has: one allocation, so the configuration is read (and any
 /// configuration message printed), then `ok=1`.  Other modes start by calling it.
 inline void mode_noop(const char*) {

@@ -239,17 +239,6 @@ void dump_path(char (&buf)[256], const char* tag) {
                 tag);
 }
 
-// A --disable-prof build has no profiler to test.
-bool profiling_built() {
-  bool on = false;
-  size_t sz = sizeof(on);
-  if (mallctl("config.prof", &on, &sz, nullptr, 0) != 0 || !on) {
-    jt::skip("config.prof is false (configure --disable-prof)");
-    return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 TEST(prof_dump_attributes_known_functions_within_10_percent) {

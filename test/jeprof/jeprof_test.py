@@ -9,6 +9,8 @@
 # own): known_allocs is dumped at lg_prof_sample:12 and jeprof must attribute each function's
 # live bytes within 10% of the truth the program prints, show no freed memory, name the frame
 # in the shared object, agree with Debian's /usr/bin/jeprof, graphviz and `go tool pprof`.
+# The same program under prof_gdump:true must leave high-water dumps <prefix>.<pid>.<seq>.u<n>.heap
+# numbered 0, 1, 2, ... that both jeprofs read, with the same total.
 # A check whose tool is absent prints SKIP with the reason.
 #
 # Output: one line per check, "PASS|FAIL|SKIP: name[: detail]".  Exit status 0 when nothing
@@ -610,6 +612,45 @@ def synthetic(tmp):
           rows.get("libjemalloc.so.2+0xa234", (0, 0))[0] == 4096, out + err)
 
 
+def gdump(lib, tmp):
+    """known_allocs under prof_gdump:true: .u<n>.heap files, readable by both jeprofs."""
+    tag = "ours" if lib != DEBIAN_LIB else "5_3_0"
+    t = "[%s] gdump: " % tag
+    stem = "gd_" + tag
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = lib
+    env["MALLOC_CONF"] = ("prof:true,lg_prof_sample:12,prof_gdump:true,prof_prefix:" +
+                          os.path.join(tmp, stem))
+    rc, _, err = run([KNOWN, os.path.join(tmp, stem + ".m.heap")], env=env)
+    if rc != 0:
+        report("SKIP", t + "known_allocs", "exited %d: %s" % (rc, err.strip()[-200:]))
+        return
+    dumps = []
+    for name in os.listdir(tmp):
+        m = re.match(re.escape(stem) + r"\.(\d+)\.(\d+)\.u(\d+)\.heap$", name)
+        if m:
+            dumps.append((int(m.group(2)), int(m.group(3)), os.path.join(tmp, name)))
+    dumps.sort()
+    ns = [n for _, n, _ in dumps]
+    check(t + "u<n> numbered 0, 1, 2, ... in seq order", ns and ns == list(range(len(ns))),
+          "n=%s" % ns)
+    if not dumps:
+        return
+    last = dumps[-1][2]
+    rc, out, err = jeprof("--text", "--show_bytes", KNOWN, last)
+    total, _ = parse_text(out)
+    check(t + "bin/jeprof reads the last one", rc == 0 and total is not None and total > 0,
+          err[-200:])
+    if os.access(DEBIAN_JEPROF, os.X_OK):
+        rc, out, err = run([DEBIAN_JEPROF, "--text", "--show_bytes", KNOWN, last])
+        dtotal, _ = parse_text(out)
+        check(t + "Debian's jeprof reads it, same total", rc == 0 and dtotal is not None and
+              total is not None and close(dtotal, total, rel=0.01),
+              "ours=%s debian=%s" % (total, dtotal))
+    else:
+        report("SKIP", t + "Debian's jeprof", "%s not installed" % DEBIAN_JEPROF)
+
+
 def main():
     if not os.path.exists(JEPROF):
         print("FAIL: %s missing (make builds it from bin/jeprof.in)" % JEPROF)
@@ -623,6 +664,7 @@ def main():
             for lib in LIBS:
                 if os.path.exists(lib):
                     known(lib, tmp)
+                    gdump(lib, tmp)
                 else:
                     report("SKIP", "known_allocs under %s" % lib, "not installed")
     print("jeprof_test: %d passed, %d failed, %d skipped" %

@@ -455,8 +455,9 @@ bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 
 
 /// The names that exist in the tree but answer ENOENT on purpose (doc/mallctl.md): everything
 /// of profiling in a --disable-prof build; in a profiling build the names that need opt.prof
-/// (the unit tests boot without it, and 5.3.0 answers ENOENT then too) and the profiling
-/// features not implemented (prof.stats.*, prof.log_*); no utrace/xmalloc/UAF detection; of
+/// (the unit tests boot without it, and 5.3.0 answers ENOENT then too: prof.stats.* also needs
+/// prof_stats) and the profiling features not implemented (prof.log_*); no utrace/xmalloc/UAF
+/// detection; of
 /// the experimental API only the utilization queries.
 bool absent_on_purpose(const std::string& n) {
   const bool prof_name = starts_with(n, "prof.") || starts_with(n, "opt.prof") ||

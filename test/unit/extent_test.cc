@@ -265,6 +265,38 @@ TEST(Extent, RetainedCoalescesFullyAfterPurge) {
   EXPECT_EQ(pac->mapped(), 0u);
 }
 
+// prof_gdump's high-water mark: pages out of retained (or freshly mapped) count up, pages
+// purged back to retained count down, and a new maximum marks the thread only while the
+// switch is on. (The counters are process-wide: the test works with differences.)
+TEST(Extent, GdumpHighWaterMarkFollowsMappedPages) {
+  extent::gdump_boot(false);
+  extent::gdump_take_pending();
+  Pac* pac = make_pac(defaults());
+  size_t cur0, high0;
+  extent::gdump_pages(&cur0, &high0);
+  Edata* a = alloc(pac, 64 * kKiB);
+  size_t cur1, high1;
+  extent::gdump_pages(&cur1, &high1);
+  EXPECT_EQ(cur1 - cur0, 64 * kKiB / kPg);
+  EXPECT_GE(high1, cur1);
+  EXPECT_FALSE(extent::gdump_take_pending());  // switch off: a new maximum marks nothing
+  pac->dalloc(a);
+  pac->decay_all(ExtentState::kDirty, true);  // purged to retained: counted down
+  size_t cur2, high2;
+  extent::gdump_pages(&cur2, &high2);
+  EXPECT_EQ(cur2, cur0);
+  EXPECT_EQ(high2, high1);
+  extent::gdump_switch(true);
+  Edata* b = alloc(pac, 32 * kKiB);  // below the maximum: no mark
+  EXPECT_FALSE(extent::gdump_take_pending());
+  Edata* c = alloc(pac, (high1 - cur2) * kPg);  // now beyond it
+  EXPECT_TRUE(extent::gdump_take_pending());
+  EXPECT_FALSE(extent::gdump_take_pending());  // taking clears the mark
+  extent::gdump_switch(false);
+  pac->dalloc(b);
+  pac->dalloc(c);
+}
+
 TEST(Extent, HeadBarrierSeparatesGrowthRegions) {
   // Hooks that hand out consecutive slices of one reservation, so two growth regions are
   // address-adjacent; they must never merge, in any regime.
