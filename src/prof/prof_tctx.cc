@@ -7,6 +7,8 @@
 #include "prof/prof.h"
 #include "prof/prof_backtrace.h"
 #include "prof/prof_ctx.h"
+#include "prof/prof_log.h"
+#include "prof/prof_recent.h"
 #include "prof/prof_sample.h"
 #include "support/mutex.h"
 #include "support/reentrancy.h"
@@ -83,12 +85,12 @@ bool prof_tctx_wanted() {
   return td != nullptr && td->active;
 }
 
-ProfTctx* prof_tctx_sample(size_t usize, unsigned skip) {
-  if (!prof_active_get()) return nullptr;
-  ProfTdata* td = prof_tdata_get();
-  if (td == nullptr || !td->active) return nullptr;
-  // The capture and the table may allocate (the unwinder, base memory): those calls are
-  // reentrant and take the plain paths, never sampled.
+namespace {
+
+// The calling thread's backtrace as a context, library frames at its top dropped (nullptr on
+// OOM). The capture and the table may allocate (the unwinder, base memory): those calls are
+// reentrant and take the plain paths, never sampled.
+JE_NOINLINE ProfCtx* capture_ctx(unsigned skip) {
   ReentrancyGuard guard;
   ProfBt bt;
   prof_backtrace(&bt, skip + 1);
@@ -98,7 +100,17 @@ ProfTctx* prof_tctx_sample(size_t usize, unsigned skip) {
     for (unsigned i = drop; i < bt.len; i++) bt.vec[i - drop] = bt.vec[i];
     bt.len -= drop;
   }
-  ProfCtx* ctx = prof_ctx_get(bt);
+  return prof_ctx_get(bt);
+}
+
+}  // namespace
+
+ProfTctx* prof_tctx_sample(size_t size, size_t usize, unsigned skip) {
+  if (!prof_active_get()) return nullptr;
+  ProfTdata* td = prof_tdata_get();
+  if (td == nullptr || !td->active) return nullptr;
+  ReentrancyGuard guard;
+  ProfCtx* ctx = capture_ctx(skip + 1);
   if (ctx == nullptr) return nullptr;
   ProfTctx* t = tctx_new();
   if (t == nullptr) return nullptr;
@@ -109,9 +121,14 @@ ProfTctx* prof_tctx_sample(size_t usize, unsigned skip) {
     return nullptr;
   }
   t->ctx = ctx;
+  t->td = td;
   t->thr_uid = td->thr_uid;
   t->objs = objs;
   t->bytes = bytes;
+  t->usize = usize;
+  t->alloc_ns = prof_time_ns();
+  t->recent.store(nullptr, std::memory_order_relaxed);
+  prof_recent_alloc(t, td, ctx, size != 0 ? size : usize, usize, t->alloc_ns);
   return t;
 }
 
@@ -125,6 +142,21 @@ void prof_tctx_postfork_parent() { g_free_mtx.postfork_parent(); }
 void prof_tctx_postfork_child() { g_free_mtx.postfork_child(); }
 
 void prof_tctx_free(ProfTctx* t) {
+  const bool recent = prof_recent_linked(t);
+  if (recent || prof_log_running()) {
+    // The freeing side, as 5.3.0 records it: not from inside the allocator (nor for a thread
+    // whose profiling data cannot be made), and then the record says only "released".
+    ProfTdata* td = nullptr;
+    ProfCtx* ctx = nullptr;
+    if (!in_reentrant_call()) {
+      td = prof_tdata_get();
+      // Frames dropped: prof_tctx_free (those of the library's free path are trimmed).
+      if (td != nullptr) ctx = capture_ctx(1);
+    }
+    const uint64_t now = prof_time_ns();
+    if (recent) prof_recent_free(t, td, ctx, now);
+    prof_log_free(t, td, ctx, now);
+  }
   if (t->ctx != nullptr) prof_ctx_credit(t->ctx, t->thr_uid, t->objs, t->bytes);
   t->ctx = nullptr;
   MutexGuard g(g_free_mtx);
