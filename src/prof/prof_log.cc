@@ -209,9 +209,7 @@ bool prof_log_start(const char* filename) {
   return true;
 }
 
-bool prof_log_running() {
-  return g_state.load(std::memory_order_relaxed) == LogState::kStarted;
-}
+bool prof_log_running() { return g_state.load(std::memory_order_relaxed) == LogState::kStarted; }
 
 void prof_log_free(const ProfTctx* t, ProfTdata* td, ProfCtx* ctx, uint64_t time_ns) {
   if (td == nullptr || ctx == nullptr || t->ctx == nullptr || t->td == nullptr) return;

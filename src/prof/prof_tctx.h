@@ -43,8 +43,8 @@ struct ProfTctx {
   uint64_t objs;  // what was charged
   uint64_t bytes;
   size_t usize;
-  uint64_t alloc_ns;                     // prof_time_ns() when sampled
-  std::atomic<ProfRecent*> recent;       // its experimental.prof_recent record, if any
+  uint64_t alloc_ns;                // prof_time_ns() when sampled
+  std::atomic<ProfRecent*> recent;  // its experimental.prof_recent record, if any
 };
 
 /// Samples an allocation of `size` bytes asked for (usable size `usize`) by the calling

@@ -49,8 +49,7 @@ struct WritePacket {
 };
 
 void fake_bt(void** vec, unsigned* len, unsigned max_len) {
-  static void* const kFrames[] = {reinterpret_cast<void*>(0x1234),
-                                  reinterpret_cast<void*>(0x5678)};
+  static void* const kFrames[] = {reinterpret_cast<void*>(0x1234), reinterpret_cast<void*>(0x5678)};
   unsigned n = max_len < 2 ? max_len : 2;
   for (unsigned i = 0; i < n; i++) vec[i] = kFrames[i];
   *len = n;
@@ -89,8 +88,7 @@ void mode_names(const char*) {
   sz = sizeof(m);
   emit("opt_recent", mallctl("opt.prof_recent_alloc_max", &m, &sz, nullptr, 0));
   emit("opt_recent_value", m);
-  emit("opt_recent_write",
-       mallctl("opt.prof_recent_alloc_max", nullptr, nullptr, &m, sizeof(m)));
+  emit("opt_recent_write", mallctl("opt.prof_recent_alloc_max", nullptr, nullptr, &m, sizeof(m)));
   bool b = false;
   sz = sizeof(b);
   emit("opt_prof_log", mallctl("opt.prof_log", &b, &sz, nullptr, 0));
@@ -120,12 +118,12 @@ void mode_names(const char*) {
   emit("max_now", m);
   WritePacket pk{discard, nullptr};
   sz = sizeof(pk);
-  emit("dump_with_old",
-       mallctl("experimental.prof_recent.alloc_dump", &pk, &sz, &pk, sizeof(pk)));
+  emit("dump_with_old", mallctl("experimental.prof_recent.alloc_dump", &pk, &sz, &pk, sizeof(pk)));
   emit("dump_no_new", mallctl("experimental.prof_recent.alloc_dump", nullptr, nullptr, nullptr, 0));
   emit("dump_short",
        mallctl("experimental.prof_recent.alloc_dump", nullptr, nullptr, &pk, sizeof(void*)));
-  emit("dump_ok", mallctl("experimental.prof_recent.alloc_dump", nullptr, nullptr, &pk, sizeof(pk)));
+  emit("dump_ok",
+       mallctl("experimental.prof_recent.alloc_dump", nullptr, nullptr, &pk, sizeof(pk)));
 
   emit("stop_idle", mallctl("prof.log_stop", nullptr, nullptr, nullptr, 0));
   const char* path = "/nonexistent-dir/prof_recent_test.json";
@@ -271,8 +269,8 @@ void mode_hooks(const char* stem) {
   free(p);
   emit("dump1", dump_recent(stem, 1));
   // The old hook (our unwinder / 5.3.0's) back in place: real frames again.
-  emit("bt_restore", mallctl("experimental.hooks.prof_backtrace", nullptr, nullptr, &old,
-                             sizeof(old)));
+  emit("bt_restore",
+       mallctl("experimental.hooks.prof_backtrace", nullptr, nullptr, &old, sizeof(old)));
   char path[512];
   std::snprintf(path, sizeof(path), "%s.heap", stem);
   const char* pp = path;
@@ -285,8 +283,8 @@ void mode_hooks(const char* stem) {
   emit("hook_calls_after_bad", g_dump_hook_calls);
   emit("hook_named_bad", std::strcmp(g_dump_hook_last, bad) == 0);
   DumpHook none = nullptr;
-  emit("dump_unset", mallctl("experimental.hooks.prof_dump", nullptr, nullptr, &none,
-                             sizeof(none)));
+  emit("dump_unset",
+       mallctl("experimental.hooks.prof_dump", nullptr, nullptr, &none, sizeof(none)));
   pp = path;
   mallctl("prof.dump", nullptr, nullptr, &pp, sizeof(pp));
   unlink(path);
@@ -363,8 +361,7 @@ const char* keep(const Child& c) {
 
 // Runs data/prof_json_check.py CHECK FILE [key=value...] with the sites (and pid) the child
 // printed in `out` and `extra`; fails the test with the checker's output unless it exits 0.
-void json_check(const char* out, const char* check, const char* file,
-                const char* extra = nullptr) {
+void json_check(const char* out, const char* check, const char* file, const char* extra = nullptr) {
   if (access(kPython, X_OK) != 0) {
     jt::note("%s missing: %s not checked", kPython, file);
     return;
@@ -421,10 +418,10 @@ TEST(prof_names_without_opt_prof) {
   EXPECT_CHILD(c, "opt_recent_value", kEq, 0);
   EXPECT_CHILD(c, "opt_recent_write", kEq, EPERM);
   EXPECT_CHILD(c, "opt_prof_log", kEq, ENOENT);  // no such name in 5.3.0
-  for (const char* k : {"max_read", "max_write_m2", "max_write_int", "max_write_short_old",
-                        "max_write_m1", "dump_with_old", "dump_no_new", "dump_short", "dump_ok",
-                        "stop_idle", "start_with_old", "start_short", "start", "start_again",
-                        "stop_unwritable"}) {
+  for (const char* k :
+       {"max_read", "max_write_m2", "max_write_int", "max_write_short_old", "max_write_m1",
+        "dump_with_old", "dump_no_new", "dump_short", "dump_ok", "stop_idle", "start_with_old",
+        "start_short", "start", "start_again", "stop_unwritable"}) {
     EXPECT_CHILD(c, k, kEq, ENOENT);
   }
 }
