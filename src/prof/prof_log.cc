@@ -212,6 +212,7 @@ bool prof_log_start(const char* filename) {
 bool prof_log_running() { return g_state.load(std::memory_order_relaxed) == LogState::kStarted; }
 
 void prof_log_free(const ProfTctx* t, ProfTdata* td, ProfCtx* ctx, uint64_t time_ns) {
+  if (!prof_log_running()) return;  // the common case: no lock
   if (td == nullptr || ctx == nullptr || t->ctx == nullptr || t->td == nullptr) return;
   MutexGuard g(g_log_mtx);
   if (g_state.load(std::memory_order_relaxed) != LogState::kStarted) return;
