@@ -128,7 +128,7 @@ ProfTctx* prof_tctx_sample(size_t size, size_t usize, unsigned skip) {
   t->usize = usize;
   t->alloc_ns = prof_time_ns();
   t->recent.store(nullptr, std::memory_order_relaxed);
-  prof_recent_alloc(t, td, ctx, size != 0 ? size : usize, usize, t->alloc_ns);
+  prof_recent_alloc(t, td, ctx, size, usize, t->alloc_ns);  // malloc(0): size 0, as 5.3.0
   return t;
 }
 
