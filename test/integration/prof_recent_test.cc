@@ -338,11 +338,57 @@ void mode_log_at_exit(const char*) {
   for (int i = 0; i < 4; i++) free_log(alloc_log(1024));
 }
 
-constexpr Mode kModes[] = {{"names", mode_names},
-                           {"recent", mode_recent},
-                           {"hooks", mode_hooks},
-                           {"log", mode_log},
-                           {"log_at_exit", mode_log_at_exit}};
+// Threads allocate and free (every allocation sampled) while another changes the limit, dumps
+// the records and starts and stops logs: nothing may deadlock or crash, and the last dump and
+// log must still be valid JSON.
+std::atomic<bool> g_stop{false};
+std::atomic<unsigned> g_churned{0};
+
+void* churn(void*) {
+  void* keep[64] = {};
+  for (unsigned i = 0; !g_stop.load(std::memory_order_relaxed) && i < 200000; i++) {
+    unsigned k = i % 64;
+    free(keep[k]);
+    keep[k] = malloc(16 + (i * 37) % 3000);
+    g_churned.fetch_add(1, std::memory_order_relaxed);
+  }
+  for (void* p : keep) free(p);
+  return nullptr;
+}
+
+void mode_stress(const char* stem) {
+  pthread_t t[4];
+  for (pthread_t& x : t) pthread_create(&x, nullptr, churn, nullptr);
+  char path[512];
+  std::snprintf(path, sizeof(path), "%s.log.json", stem);
+  const char* pp = path;
+  int fd = open("/dev/null", O_WRONLY);
+  WritePacket pk{fd_write, &fd};
+  int bad = 0;
+  // At least 200 rounds, and on until the threads have made 40000 allocations among them.
+  for (int round = 0; round < 200 || (g_churned.load() < 40000 && round < 100000); round++) {
+    ssize_t max = round % 7 == 0 ? -1 : round % 13;
+    bad += mallctl("experimental.prof_recent.alloc_max", nullptr, nullptr, &max, sizeof(max)) != 0;
+    bad += mallctl("experimental.prof_recent.alloc_dump", nullptr, nullptr, &pk, sizeof(pk)) != 0;
+    if (round % 10 == 0) {
+      bad += mallctl("prof.log_start", nullptr, nullptr, &pp, sizeof(pp)) != 0;
+    } else if (round % 10 == 5) {
+      bad += mallctl("prof.log_stop", nullptr, nullptr, nullptr, 0) != 0;
+    }
+  }
+  g_stop.store(true);
+  for (pthread_t x : t) pthread_join(x, nullptr);
+  close(fd);
+  // Whichever round it ended on, stop a running log (EFAULT if none) so the file is complete.
+  mallctl("prof.log_stop", nullptr, nullptr, nullptr, 0);
+  emit("bad", bad);
+  emit("churned", g_churned.load());
+  emit("dump_last", dump_recent(stem, 1));
+}
+
+constexpr Mode kModes[] = {{"stress", mode_stress}, {"names", mode_names},
+                           {"recent", mode_recent}, {"hooks", mode_hooks},
+                           {"log", mode_log},       {"log_at_exit", mode_log_at_exit}};
 
 // ---- parent -----------------------------------------------------------------------------------
 
@@ -563,6 +609,26 @@ TEST(prof_log_option_writes_at_exit) {
   }
   json_check(keep(c), "log_at_exit", path);
   unlink(path);
+}
+
+TEST(prof_recent_and_log_under_concurrent_churn) {
+  if (!profiling_built()) return;
+  char stem[128];
+  stem_for(stem, sizeof(stem), "stress");
+  Child c;
+  bool ran = child(&c, "stress", "prof:true,lg_prof_sample:0,prof_recent_alloc_max:5", stem);
+  if (ran) {
+    EXPECT_CHILD(c, "bad", kEq, 0);
+    EXPECT_CHILD(c, "churned", kGe, 40000);
+    EXPECT_CHILD(c, "dump_last", kEq, 0);
+    char f[160];
+    std::snprintf(f, sizeof(f), "%s.1.json", stem);
+    json_check(keep(c), "valid", f);
+    std::snprintf(f, sizeof(f), "%s.log.json", stem);
+    json_check(keep(c), "valid", f);
+  }
+  remove_file(stem, ".1.json");
+  remove_file(stem, ".log.json");
 }
 
 int main(int argc, char** argv) { return run_main(argc, argv, kModes); }

@@ -188,8 +188,12 @@ def log_at_exit(doc, sites, facts):
     log_pair(allocs, traces, 1024, sites, "alloc_log", "free_log", minimum=4)
 
 
+def valid(doc, sites, facts):
+    check(isinstance(doc, dict) and doc, "not a JSON object: %.200r" % doc)
+
+
 CHECKS = {f.__name__: f for f in (recent, recent_shrunk, recent_empty, recent_hooked, log,
-                                  log_small, log_at_exit)}
+                                  log_small, log_at_exit, valid)}
 
 
 def main():
