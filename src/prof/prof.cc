@@ -437,6 +437,8 @@ void prof_thread_exit() {
 }
 
 void prof_prefork() {
+  // In rank order: kProfRecentDump, kProfDump, then the kProf ones.
+  prof_recent_dump_prefork();
   g_dump_mtx.prefork();
   prof_recent_prefork();
   prof_log_prefork();
@@ -449,6 +451,7 @@ void prof_postfork_parent() {
   prof_log_postfork_parent();
   prof_recent_postfork_parent();
   g_dump_mtx.postfork_parent();
+  prof_recent_dump_postfork_parent();
 }
 void prof_postfork_child() {
   prof_tctx_postfork_child();
@@ -456,6 +459,7 @@ void prof_postfork_child() {
   prof_log_postfork_child();
   prof_recent_postfork_child();
   g_dump_mtx.postfork_child();
+  prof_recent_dump_postfork_child();
 }
 
 }  // namespace je

@@ -28,7 +28,7 @@ struct ProfRecent {
 namespace {
 
 constinit Mutex g_recent_mtx{LockRank::kProf, "prof_recent_alloc"};
-constinit Mutex g_recent_dump_mtx{LockRank::kProfDump, "prof_recent_dump"};
+constinit Mutex g_recent_dump_mtx{LockRank::kProfRecentDump, "prof_recent_dump"};
 constinit std::atomic<ssize_t> g_max{0};
 // The list (g_recent_mtx).
 constinit ProfRecent* g_head = nullptr;
@@ -202,17 +202,11 @@ void prof_recent_dump(ProfWriteCb cb, void* opaque) {
   trim_locked();
 }
 
-void prof_recent_prefork() {
-  g_recent_dump_mtx.prefork();
-  g_recent_mtx.prefork();
-}
-void prof_recent_postfork_parent() {
-  g_recent_mtx.postfork_parent();
-  g_recent_dump_mtx.postfork_parent();
-}
-void prof_recent_postfork_child() {
-  g_recent_mtx.postfork_child();
-  g_recent_dump_mtx.postfork_child();
-}
+void prof_recent_dump_prefork() { g_recent_dump_mtx.prefork(); }
+void prof_recent_dump_postfork_parent() { g_recent_dump_mtx.postfork_parent(); }
+void prof_recent_dump_postfork_child() { g_recent_dump_mtx.postfork_child(); }
+void prof_recent_prefork() { g_recent_mtx.prefork(); }
+void prof_recent_postfork_parent() { g_recent_mtx.postfork_parent(); }
+void prof_recent_postfork_child() { g_recent_mtx.postfork_child(); }
 
 }  // namespace je

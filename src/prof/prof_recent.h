@@ -18,7 +18,8 @@
 // Concurrency: `g_recent_mtx` (LockRank::kProf, never held with another allocator lock) guards
 // the list, the free list and the block <-> record links; a block's link is also read without
 // it (acquire) so that frees of unrecorded blocks never lock. A dump holds `g_recent_dump_mtx`
-// (kProfDump), detaches the list, writes it without the list lock (the client's callback may
+// (kProfRecentDump, outside kProfDump: the callback's allocations may trigger an interval
+// dump), detaches the list, writes it without the list lock (the client's callback may
 // allocate, sampled allocations go on recording), then puts it back in front of what was
 // recorded meanwhile and trims to the limit, as 5.3.0 does.
 // Invariants: count <= max unless max == -1; a live recorded block's ProfTctx::recent and its
@@ -57,7 +58,11 @@ void prof_recent_free(ProfTctx* t, ProfTdata* td, ProfCtx* ctx, uint64_t time_ns
 /// experimental.prof_recent.alloc_dump: the records as JSON through `cb`.
 void prof_recent_dump(ProfWriteCb cb, void* opaque);
 
-/// Fork protocol.
+/// Fork protocol, in two parts for the two ranks: the dump mutex (before kProfDump's) and the
+/// list mutex (among the kProf ones).
+void prof_recent_dump_prefork();
+void prof_recent_dump_postfork_parent();
+void prof_recent_dump_postfork_child();
 void prof_recent_prefork();
 void prof_recent_postfork_parent();
 void prof_recent_postfork_child();
