@@ -148,37 +148,37 @@ int node_thread_prof_active(Req& r) {
 
 namespace je::ctl {
 
-int node_experimental_hooks_prof_backtrace(Req& r) {
+namespace {
+
+// One hook name: the installed hook read out (nullptr without opt.prof), a new one written with
+// opt.prof only; neither old nor new value is EINVAL. `null_ok`: whether writing nullptr
+// removes the hook (prof_dump) or is refused with EINVAL (prof_backtrace).
+template <class Hook>
+int hook_rw(Req& r, Hook (*get)(), void (*set)(Hook), bool null_ok) {
   if (r.oldp == nullptr && r.newp == nullptr) return EINVAL;
   if (r.oldp != nullptr) {
-    ProfBacktraceHook old = nullptr;
-    if constexpr (config::kProf) old = prof_backtrace_hook_get();
+    Hook old = nullptr;
+    if constexpr (config::kProf) old = get();
     if (int e = read_out(r, old)) return e;
   }
   if (r.newp != nullptr) {
     if (!prof_enabled()) return ENOENT;
-    ProfBacktraceHook hook = nullptr;
+    Hook hook = nullptr;
     if (int e = write_in(r, &hook)) return e;
-    if (hook == nullptr) return EINVAL;
-    prof_backtrace_hook_set(hook);
+    if (hook == nullptr && !null_ok) return EINVAL;
+    set(hook);
   }
   return 0;
 }
 
+}  // namespace
+
+int node_experimental_hooks_prof_backtrace(Req& r) {
+  return hook_rw(r, &prof_backtrace_hook_get, &prof_backtrace_hook_set, /*null_ok=*/false);
+}
+
 int node_experimental_hooks_prof_dump(Req& r) {
-  if (r.oldp == nullptr && r.newp == nullptr) return EINVAL;
-  if (r.oldp != nullptr) {
-    ProfDumpHook old = nullptr;
-    if constexpr (config::kProf) old = prof_dump_hook_get();
-    if (int e = read_out(r, old)) return e;
-  }
-  if (r.newp != nullptr) {
-    if (!prof_enabled()) return ENOENT;
-    ProfDumpHook hook = nullptr;
-    if (int e = write_in(r, &hook)) return e;
-    prof_dump_hook_set(hook);  // nullptr removes it
-  }
-  return 0;
+  return hook_rw(r, &prof_dump_hook_get, &prof_dump_hook_set, /*null_ok=*/true);
 }
 
 int node_experimental_prof_recent_alloc_max(Req& r) {
