@@ -407,14 +407,19 @@ const char* keep(const Child& c) {
 
 // Runs data/prof_json_check.py CHECK FILE [key=value...] with the sites (and pid) the child
 // printed in `out` and `extra`; fails the test with the checker's output unless it exits 0.
+// The checker is not what is tested: it runs on the system allocator (env drops LD_PRELOAD),
+// so that a problem of the library under test elsewhere cannot fail these checks.
 void json_check(const char* out, const char* check, const char* file, const char* extra = nullptr) {
   if (access(kPython, X_OK) != 0) {
     jt::note("%s missing: %s not checked", kPython, file);
     return;
   }
   static char args[32][160];
-  const char* argv[40];
+  const char* argv[48];
   int n = 0;
+  argv[n++] = "/usr/bin/env";
+  argv[n++] = "-u";
+  argv[n++] = "LD_PRELOAD";
   argv[n++] = kPython;
   argv[n++] = JT_DATA_DIR "/prof_json_check.py";
   argv[n++] = check;
@@ -431,7 +436,7 @@ void json_check(const char* out, const char* check, const char* file, const char
   }
   if (extra != nullptr) argv[n++] = extra;
   argv[n] = nullptr;
-  Child py = run_program(kPython, argv, "");
+  Child py = run_program("/usr/bin/env", argv, "");
   if (!py.exited(0)) {
     FAIL_MSG("%s check of %s failed", check, file);
     show(py);
