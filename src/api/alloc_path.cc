@@ -215,7 +215,7 @@ JE_NOINLINE_COLD void* alloc_sampled(Tsd& tsd, const Request& r, Arena* arena) {
   if (p == nullptr) return nullptr;
   Edata* e = g_emap.lookup_entry(p).edata;
   // Frames dropped: alloc_sampled, allocate.
-  ProfTctx* t = prof_tctx_sample(usize, r.size, 2);
+  ProfTctx* t = prof_tctx_sample(r.size, usize, 2);
   if (t == nullptr) {
     // Not sampled after all: an ordinary large block (promotion undone by the caller's
     // normal path).

@@ -131,6 +131,9 @@ ProfOptions prof_config(const Options& o) {
   p.unbias = o.prof_unbias;
   p.sys_thread_name = o.prof_sys_thread_name;
   p.stats = o.prof_stats;
+  p.recent_alloc_max = o.prof_recent_alloc_max;
+  p.log = o.prof_log;
+  p.time_high = o.prof_time_res == ProfTimeRes::kHigh;
   return p;
 }
 

@@ -101,6 +101,12 @@ int node_prof_stats_lextents_accum(Req& r);
 bool index_prof_stats_bin(const size_t* mib, size_t miblen, size_t i);
 bool index_prof_stats_lextent(const size_t* mib, size_t miblen, size_t i);
 int node_thread_prof_active(Req& r);
+int node_experimental_hooks_prof_backtrace(Req& r);
+int node_experimental_hooks_prof_dump(Req& r);
+int node_experimental_prof_recent_alloc_max(Req& r);
+int node_experimental_prof_recent_alloc_dump(Req& r);
+int node_prof_log_start(Req& r);
+int node_prof_log_stop(Req& r);
 
 /// stats.zero_reallocs (live, not part of the snapshot -- as in 5.3.0).
 int node_stats_zero_reallocs(Req& r);

@@ -1,4 +1,5 @@
-// ctl_prof.cc: the `prof.*` and `thread.prof.*` mallctl handlers.
+// ctl_prof.cc: the `prof.*`, `thread.prof.*`, `experimental.hooks.prof_*` and
+// `experimental.prof_recent.*` mallctl handlers.
 //
 // Each handler follows jemalloc 5.3.0's checks in its order, so that error codes match for
 // every combination of arguments (verified against Debian's profiling build): with opt.prof
@@ -12,6 +13,9 @@
 #include "ctl/ctl_handlers.h"
 #include "meta/sc.h"
 #include "prof/prof.h"
+#include "prof/prof_backtrace.h"
+#include "prof/prof_log.h"
+#include "prof/prof_recent.h"
 #include "support/config.h"
 
 namespace je::ctl {
@@ -176,6 +180,96 @@ int node_prof_stats_lextents_live(Req& r) {
 }
 int node_prof_stats_lextents_accum(Req& r) {
   return prof_stats_read(r, static_cast<unsigned>(sc::kNBins + r.mib[3]), true);
+}
+
+}  // namespace je::ctl
+
+// ---- experimental.hooks.prof_*, experimental.prof_recent.*, prof.log_* ------------------------
+// The hooks answer reads in every build (nullptr when opt.prof is off, as 5.3.0's handlers,
+// which do not depend on config.prof); writing needs opt.prof.
+
+namespace je::ctl {
+
+namespace {
+
+// One hook name: the installed hook read out (nullptr without opt.prof), a new one written with
+// opt.prof only; neither old nor new value is EINVAL. `null_ok`: whether writing nullptr
+// removes the hook (prof_dump) or is refused with EINVAL (prof_backtrace).
+template <class Hook>
+int hook_rw(Req& r, Hook (*get)(), void (*set)(Hook), bool null_ok) {
+  if (r.oldp == nullptr && r.newp == nullptr) return EINVAL;
+  if (r.oldp != nullptr) {
+    Hook old = nullptr;
+    if constexpr (config::kProf) old = get();
+    if (int e = read_out(r, old)) return e;
+  }
+  if (r.newp != nullptr) {
+    if (!prof_enabled()) return ENOENT;
+    Hook hook = nullptr;
+    if (int e = write_in(r, &hook)) return e;
+    if (hook == nullptr && !null_ok) return EINVAL;
+    set(hook);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int node_experimental_hooks_prof_backtrace(Req& r) {
+  return hook_rw(r, &prof_backtrace_hook_get, &prof_backtrace_hook_set, /*null_ok=*/false);
+}
+
+int node_experimental_hooks_prof_dump(Req& r) {
+  return hook_rw(r, &prof_dump_hook_get, &prof_dump_hook_set, /*null_ok=*/true);
+}
+
+int node_experimental_prof_recent_alloc_max(Req& r) {
+  if constexpr (!config::kProf) return ENOENT;
+  if (!prof_enabled()) return ENOENT;
+  ssize_t old;
+  if (r.newp != nullptr) {
+    if (r.newlen != sizeof(ssize_t)) return EINVAL;
+    ssize_t max;
+    if (int e = write_in(r, &max)) return e;
+    if (max < -1) return EINVAL;
+    // Set before the old value is handed out: a wrong *oldlenp still changes the limit and
+    // then answers EINVAL, as in 5.3.0.
+    old = prof_recent_max_set(max);
+  } else {
+    old = prof_recent_max_get();
+  }
+  return read_out(r, old);
+}
+
+int node_experimental_prof_recent_alloc_dump(Req& r) {
+  if constexpr (!config::kProf) return ENOENT;
+  if (!prof_enabled()) return ENOENT;
+  if (int e = writeonly(r)) return e;
+  // 5.3.0's write_cb_packet_t: the callback, then its opaque argument.
+  struct Packet {
+    ProfWriteCb cb;
+    void* opaque;
+  } packet;
+  static_assert(sizeof(Packet) == 2 * sizeof(void*));
+  if (int e = assured_write(r, &packet)) return e;
+  prof_recent_dump(packet.cb, packet.opaque);
+  return 0;
+}
+
+int node_prof_log_start(Req& r) {
+  if constexpr (!config::kProf) return ENOENT;
+  if (!prof_enabled()) return ENOENT;
+  if (int e = writeonly(r)) return e;
+  const char* filename = nullptr;
+  if (int e = write_in(r, &filename)) return e;
+  return prof_log_start(filename) ? 0 : EFAULT;
+}
+
+int node_prof_log_stop(Req&) {
+  if constexpr (!config::kProf) return ENOENT;
+  if (!prof_enabled()) return ENOENT;
+  // 5.3.0 checks no argument here.
+  return prof_log_stop() ? 0 : EFAULT;
 }
 
 }  // namespace je::ctl

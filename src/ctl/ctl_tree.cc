@@ -174,7 +174,7 @@ constexpr Node kArenas[] = {
 
 constexpr Node kArenaI = named("", kArenaChildren);
 
-// ---- prof.* (ctl_prof.cc; prof.log_* are not implemented: ENOENT) ------------------------------
+// ---- prof.* (ctl_prof.cc) ----------------------------------------------------------------------
 
 // prof.stats.{bins,lextents}.<i> exist only with prof:true,prof_stats:true (the index checks).
 constexpr Node kProfStatsBinElem[] = {
@@ -200,18 +200,18 @@ constexpr Node kProf[] = {
     leaf("reset", &node_prof_reset),
     leaf("interval", &node_prof_interval),
     leaf("lg_sample", &node_prof_lg_sample),
-    leaf("log_start", &node_absent),
-    leaf("log_stop", &node_absent),
+    leaf("log_start", &node_prof_log_start),
+    leaf("log_stop", &node_prof_log_stop),
     named("stats", kProfStats),
 };
 
-// ---- experimental.* (only utilization.*; every other leaf answers ENOENT) ----------------------
+// ---- experimental.* (utilization.*, hooks.prof_*, prof_recent.*; every other leaf: ENOENT) ----
 
 constexpr Node kExpHooks[] = {
     leaf("install", &node_absent),
     leaf("remove", &node_absent),
-    leaf("prof_backtrace", &node_absent),
-    leaf("prof_dump", &node_absent),
+    leaf("prof_backtrace", &node_experimental_hooks_prof_backtrace),
+    leaf("prof_dump", &node_experimental_hooks_prof_dump),
     leaf("safety_check_abort", &node_absent),
 };
 constexpr Node kExpUtilization[] = {
@@ -223,8 +223,8 @@ constexpr Node kExpArenasElem[] = {
 };
 constexpr Node kExpArenasI = named("", kExpArenasElem);
 constexpr Node kExpProfRecent[] = {
-    leaf("alloc_max", &node_absent),
-    leaf("alloc_dump", &node_absent),
+    leaf("alloc_max", &node_experimental_prof_recent_alloc_max),
+    leaf("alloc_dump", &node_experimental_prof_recent_alloc_dump),
 };
 constexpr Node kExpThread[] = {
     leaf("activity_callback", &node_absent),

@@ -354,7 +354,7 @@ struct OptStorage<OptKind::kNotBuilt> {
     "Print statistics every this many allocated bytes; -1 disables.")                              \
   X(stats_interval_opts, Letters, stats_interval_opts_buf, (opt_any()), kOptBoth, "supported",     \
     "malloc_stats_print letters for stats_interval.")                                              \
-  X(junk, Choice, (opt_pick(kJunkNames, config::kDebug ? "true" : "false")),                        \
+  X(junk, Choice, (opt_pick(kJunkNames, config::kDebug ? "true" : "false")),                       \
     (opt_choice(kJunkNames)), kOptBoth,                                                            \
     "supported", "Fill memory with junk on allocation and/or free: true, false, alloc or free.")   \
   X(zero, Bool, false, (opt_any()), kOptBoth, "supported", "Zero-fill every allocation.")          \
@@ -473,7 +473,7 @@ struct OptStorage<OptKind::kNotBuilt> {
     "exactly their size, until growth, decay or statistics need them; 0: as jemalloc 5.3.0.")      \
   X(safety_checks, Bool, false, (opt_any()), kOptBoth, "ours: supported",                          \
     "Detect application misuse (double, sized-size-mismatched, invalid or interior frees; with "   \
-    "junk, writes after free) and abort with a message; always on with --enable-debug.")          \
+    "junk, writes after free) and abort with a message; always on with --enable-debug.")           \
   X(utrace, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT",      \
     "utrace(2) tracing of allocation calls.")                                                      \
   X(xmalloc, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT",     \
@@ -503,20 +503,19 @@ struct OptStorage<OptKind::kNotBuilt> {
     "Keep cumulative counts in profile dumps.")                                                    \
   X(prof_recent_alloc_max, SSizeT, ssize_t{0},                                                     \
     (opt_srange(-1, std::numeric_limits<ssize_t>::max(), kOptCheckMin | kOptCheckMax)),            \
-    kOptProfBoth, "accepted and reported; no record of recent allocations",                        \
-    "Recent sampled allocations to remember.")                                                     \
-  X(prof_stats, Bool, false, (opt_any()), kOptProfBoth,                                            \
-    "accepted and reported; prof.stats.* answer ENOENT",                                           \
-    "Keep per-size-class sampled statistics.")                                                     \
+    kOptProfBoth, kOptProfStatus,                                                                  \
+    "Sampled allocations experimental.prof_recent keeps; -1: no limit.")                           \
+  X(prof_stats, Bool, false, (opt_any()), kOptProfBoth, kOptProfStatus,                            \
+    "Keep per-size-class sampled statistics (prof.stats.{bins,lextents}.<i>.{live,accum}).")       \
   X(prof_sys_thread_name, Bool, false, (opt_any()), kOptProfBoth, kOptProfStatus,                  \
     "Use the system thread name in profiles.")                                                     \
   X(prof_time_resolution, Choice, (opt_pick(kProfTimeResNames, "default")),                        \
-    (opt_choice(kProfTimeResNames)), kOptProfBoth, "accepted and reported; no prof_log",           \
-    "Timestamp resolution of prof_log records: default or high.")                                  \
+    (opt_choice(kProfTimeResNames)), kOptProfBoth, kOptProfStatus,                                 \
+    "Clock of prof_log / prof_recent times: default (coarse) or high.")                            \
   X(prof_unbias, Bool, true, (opt_any()), kOptProfParse, kOptProfStatus,                           \
     "Unbias sampled counts in dumps.")                                                             \
-  X(prof_log, Bool, false, (opt_any()), kOptProfParse, "accepted; no allocation log",              \
-    "Log sampled allocations from start-up.")
+  X(prof_log, Bool, false, (opt_any()), kOptProfParse, kOptProfStatus,                             \
+    "Log sampled allocations from start-up (written at log_stop/exit).")
 
 /// Identifier of each table entry, in table order (conf uses it to special-case options).
 enum class OptId : uint16_t {

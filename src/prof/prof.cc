@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,11 +16,14 @@
 #include "prof/prof_backtrace.h"
 #include "prof/prof_ctx.h"
 #include "prof/prof_dump.h"
+#include "prof/prof_log.h"
+#include "prof/prof_recent.h"
 #include "prof/prof_tctx.h"
 #include "support/malloc_io.h"
 #include "support/compiler.h"
 #include "support/mutex.h"
 #include "thread/tsd.h"
+#include "support/reentrancy.h"
 
 namespace je {
 
@@ -81,7 +85,8 @@ bool ProfOptions::operator==(const ProfOptions& o) const {
          thread_active_init == o.thread_active_init && lg_sample == o.lg_sample &&
          lg_interval == o.lg_interval && gdump == o.gdump && final_dump == o.final_dump &&
          leak == o.leak && leak_error == o.leak_error && accum == o.accum && unbias == o.unbias &&
-         sys_thread_name == o.sys_thread_name && stats == o.stats;
+         sys_thread_name == o.sys_thread_name && stats == o.stats &&
+         recent_alloc_max == o.recent_alloc_max && log == o.log && time_high == o.time_high;
 }
 
 bool prof_boot(const ProfOptions& o) {
@@ -100,6 +105,9 @@ bool prof_boot(const ProfOptions& o) {
   // The high-water mark counts from the start, as 5.3.0's does whenever opt.prof is on, so a
   // prof.gdump switched on later dumps only beyond the largest footprint seen so far.
   extent::gdump_boot(o.gdump);
+  // As in 5.3.0, the backtrace hook reads as the default unwinder only with opt.prof.
+  prof_backtrace_hook_set(&prof_backtrace_default_hook);
+  prof_recent_boot(o.recent_alloc_max);
   prof_detail::g_enabled = true;
   return true;
 }
@@ -111,6 +119,7 @@ bool prof_boot_late() {
   prof_tctx_boot();
   if (g_opts.final_dump) atexit(prof_at_exit);
   g_booted_late.store(true, std::memory_order_release);
+  prof_log_boot(g_opts.log);
   return true;
 }
 
@@ -305,15 +314,28 @@ bool write_profile(int fd, ProfCnt* all, size_t* nctx) {
   return w.flush();
 }
 
-// One dump to `path` (g_dump_mtx held).
+constinit std::atomic<ProfDumpHook> g_dump_hook{nullptr};
+
+// Tells experimental.hooks.prof_dump's hook, if any, that `path` was dumped (g_dump_mtx held).
+void call_dump_hook(const char* path) {
+  if (ProfDumpHook h = g_dump_hook.load(std::memory_order_acquire)) {
+    ReentrancyGuard guard;  // the hook's own allocations are not sampled
+    h(path);
+  }
+}
+
+// One dump to `path` (g_dump_mtx held). The dump hook hears of it even when it failed, as in
+// 5.3.0.
 bool dump_to(const char* path, ProfCnt* all, size_t* nctx) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     io_printf("<jemalloc>: failed to open \"%s\"\n", path);
+    call_dump_hook(path);
     return false;
   }
   bool ok = write_profile(fd, all, nctx);
   if (close(fd) != 0) ok = false;
+  call_dump_hook(path);
   return ok;
 }
 
@@ -355,6 +377,15 @@ void prof_at_exit() {
 }
 
 }  // namespace
+
+ProfDumpHook prof_dump_hook_get() { return g_dump_hook.load(std::memory_order_acquire); }
+void prof_dump_hook_set(ProfDumpHook hook) { g_dump_hook.store(hook, std::memory_order_release); }
+
+uint64_t prof_time_ns() {
+  timespec ts;
+  clock_gettime(g_opts.time_high ? CLOCK_REALTIME : CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 bool prof_mdump(const char* filename) {
   if (!prof_enabled()) return false;
@@ -411,6 +442,8 @@ ProfTdata* prof_tdata_get() {
   td->name = name;
   td->name_cap = cap;
   td->active = prof_thread_active_init_get();
+  td->log_epoch = 0;
+  td->log_index = 0;
   td->exited.store(false, std::memory_order_relaxed);
   {
     MutexGuard g(g_prof_mtx);
@@ -489,19 +522,29 @@ void prof_thread_exit() {
 }
 
 void prof_prefork() {
+  // In rank order: kProfRecentDump, kProfDump, then the kProf ones.
+  prof_recent_dump_prefork();
   g_dump_mtx.prefork();
+  prof_recent_prefork();
+  prof_log_prefork();
   g_prof_mtx.prefork();
   prof_tctx_prefork();
 }
 void prof_postfork_parent() {
   prof_tctx_postfork_parent();
   g_prof_mtx.postfork_parent();
+  prof_log_postfork_parent();
+  prof_recent_postfork_parent();
   g_dump_mtx.postfork_parent();
+  prof_recent_dump_postfork_parent();
 }
 void prof_postfork_child() {
   prof_tctx_postfork_child();
   g_prof_mtx.postfork_child();
+  prof_log_postfork_child();
+  prof_recent_postfork_child();
   g_dump_mtx.postfork_child();
+  prof_recent_dump_postfork_child();
 }
 
 }  // namespace je

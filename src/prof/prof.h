@@ -49,6 +49,9 @@ struct ProfOptions {
   bool unbias = true;
   bool sys_thread_name = false;
   bool stats = false;  // opt.prof_stats
+  ssize_t recent_alloc_max = 0;  // prof_recent_alloc_max (-1: unlimited)
+  bool log = false;              // prof_log: start the allocation log at boot
+  bool time_high = false;        // prof_time_resolution:high (CLOCK_REALTIME)
 
   bool operator==(const ProfOptions&) const;
 };
@@ -104,6 +107,13 @@ bool prof_idump();
 /// lg_prof_interval: `bytes` more were allocated (by one thread, in a batch); writes an interval
 /// dump each time the process-wide count passes a multiple of prof.interval. No lock held.
 void prof_interval_account(uint64_t bytes);
+/// experimental.hooks.prof_dump's type (5.3.0's prof_dump_hook_t): called with the file name
+/// after each dump (prof.dump, interval, gdump, final) has been written -- or has failed to
+/// be -- under the dump mutex, as a reentrant call (its allocations are never sampled).
+using ProfDumpHook = void (*)(const char* filename);
+ProfDumpHook prof_dump_hook_get();
+/// Installs `hook`; nullptr removes it.
+void prof_dump_hook_set(ProfDumpHook hook);
 /// High-water dump (prof.gdump): <prefix>.<pid>.<seq>.u<n>.heap, when prof.active is on (as
 /// in 5.3.0). Called at a safe point (no allocator lock held, not reentrant) by the thread
 /// whose extent growth raised the high-water mark (extent::gdump_take_pending).
@@ -136,6 +146,10 @@ struct ProfTdata {
   std::atomic<bool> exited;
   char* name;       // thread.prof.name; "" until set
   size_t name_cap;  // bytes at name
+  // The allocation log's index of this thread in its current session (src/prof/prof_log.cc,
+  // under its mutex): valid while log_epoch equals the session's number.
+  uint64_t log_epoch;
+  size_t log_index;
 };
 
 /// The calling thread's data, created on first use; nullptr when profiling is off or memory
@@ -156,6 +170,11 @@ int prof_thread_name_set(const char* name);
 void prof_thread_name_refresh();
 /// Marks the calling thread's data as belonging to an exited thread.
 void prof_thread_exit();
+
+/// Timestamps of the recent-allocation records and the allocation log, in nanoseconds: the
+/// coarse monotonic clock (5.3.0's prof_time_resolution:default), or the real-time clock with
+/// prof_time_resolution:high.
+uint64_t prof_time_ns();
 
 /// Fork protocol for the profiling mutex (src/api/fork.cc).
 void prof_prefork();

@@ -3,6 +3,8 @@
 
 #include <unwind.h>
 
+#include <atomic>
+
 #include "support/compiler.h"
 #include "support/reentrancy.h"
 
@@ -27,10 +29,10 @@ _Unwind_Reason_Code on_frame(struct _Unwind_Context* ctx, void* arg) {
   return w->bt->len == kProfBtMax ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
-}  // namespace
+constinit std::atomic<ProfBacktraceHook> g_hook{nullptr};
 
-JE_NOINLINE unsigned prof_backtrace(ProfBt* bt, unsigned skip) {
-  ReentrancyGuard guard;  // an allocation inside the unwinder is not sampled, nor cached
+// The libgcc walk itself (never through the hook: a client hook may chain to the default one).
+JE_NOINLINE unsigned unwind(ProfBt* bt, unsigned skip) {
   bt->len = 0;
   // The first frame the unwinder reports is this function's own.
   Walk w{bt, skip + 1};
@@ -38,9 +40,44 @@ JE_NOINLINE unsigned prof_backtrace(ProfBt* bt, unsigned skip) {
   return bt->len;
 }
 
-bool prof_backtrace_boot() {
+}  // namespace
+
+ProfBacktraceHook prof_backtrace_hook_get() { return g_hook.load(std::memory_order_acquire); }
+
+void prof_backtrace_hook_set(ProfBacktraceHook hook) {
+  g_hook.store(hook, std::memory_order_release);
+}
+
+JE_NOINLINE void prof_backtrace_default_hook(void** vec, unsigned* len, unsigned max_len) {
+  ReentrancyGuard guard;
   ProfBt bt;
-  return prof_backtrace(&bt, 0) > 0;
+  unwind(&bt, 0);
+  unsigned n = bt.len < max_len ? bt.len : max_len;
+  for (unsigned i = 0; i < n; i++) vec[i] = reinterpret_cast<void*>(bt.vec[i]);
+  *len = n;
+}
+
+JE_NOINLINE unsigned prof_backtrace(ProfBt* bt, unsigned skip) {
+  ReentrancyGuard guard;  // an allocation inside the unwinder is not sampled, nor cached
+  bt->len = 0;
+  const ProfBacktraceHook hook = g_hook.load(std::memory_order_acquire);
+  if (hook != nullptr && hook != &prof_backtrace_default_hook) {
+    // A client's hook: its frames as given (at most kProfBtMax; `skip` concerns our unwinder).
+    void* frames[kProfBtMax];
+    unsigned n = 0;
+    hook(frames, &n, kProfBtMax);
+    if (n > kProfBtMax) n = kProfBtMax;
+    for (unsigned i = 0; i < n; i++) bt->vec[i] = reinterpret_cast<uintptr_t>(frames[i]);
+    bt->len = n;
+    return n;
+  }
+  return unwind(bt, skip + 1);  // + this function's frame
+}
+
+bool prof_backtrace_boot() {
+  ReentrancyGuard guard;
+  ProfBt bt;
+  return unwind(&bt, 0) > 0;
 }
 
 }  // namespace je

@@ -10,9 +10,16 @@
 // meanwhile takes the allocator's non-cached path and is never itself sampled (the prof module
 // does not sample reentrant calls). No signal handlers are involved.
 // Layer: prof. Callers: the prof module (sampling), unit tests.
+// Hook: experimental.hooks.prof_backtrace replaces the unwinder. The installed function gets
+// the frame array, a length to fill and the capacity (kProfBtMax); its frames are kept as it
+// returns them (the leading frames inside this library are still dropped by the caller, so a
+// hook that unwinds for real gives the same traces as ours). With opt.prof the hook starts as
+// prof_backtrace_default_hook (our unwinder behind the hook's signature, so a client can save
+// it and chain to it); without opt.prof it reads nullptr, as in 5.3.0.
 // Concurrency: thread-safe (libgcc's unwinder is); no allocator lock may be held by the caller.
+// The hook is an atomic pointer (acquire/release).
 // jemalloc mapping: prof_backtrace / prof_backtrace_impl (libgcc variant), prof_bt_t, in
-// prof_sys.c; PROF_BT_MAX.
+// prof_sys.c; PROF_BT_MAX; prof_backtrace_hook_{get,set} (prof.c), prof_hooks_init.
 #pragma once
 
 #include <cstddef>
@@ -32,6 +39,18 @@ struct ProfBt {
 /// Captures the calling thread's stack, dropping the `skip` innermost frames (the capture
 /// function itself is never included). Returns bt->len.
 unsigned prof_backtrace(ProfBt* bt, unsigned skip);
+
+/// experimental.hooks.prof_backtrace's type (5.3.0's prof_backtrace_hook_t).
+using ProfBacktraceHook = void (*)(void** vec, unsigned* len, unsigned max_len);
+
+/// Our unwinder with the hook's signature: fills vec[0..*len) with the caller's frames,
+/// innermost first (its own frame excluded).
+void prof_backtrace_default_hook(void** vec, unsigned* len, unsigned max_len);
+/// The installed hook (nullptr until prof_backtrace_hook_set; prof_boot installs the default
+/// with opt.prof).
+ProfBacktraceHook prof_backtrace_hook_get();
+/// Installs `hook` (never nullptr: the ctl layer refuses it, as 5.3.0 does).
+void prof_backtrace_hook_set(ProfBacktraceHook hook);
 
 /// Warms the unwinder up (its first walk allocates and takes the loader lock). Call once,
 /// outside any allocator lock; true when a walk returned at least one frame.

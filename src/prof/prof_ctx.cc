@@ -86,6 +86,8 @@ ProfCtx* prof_ctx_get(const ProfBt& bt) {
   c->len = bt.len;
   c->hash = h;
   c->total = ProfCnt{};
+  c->log_epoch = 0;
+  c->log_index = 0;
   c->threads.store(nullptr, std::memory_order_relaxed);
   c->all_next.store(nullptr, std::memory_order_relaxed);
   c->bucket_next = *bucket;

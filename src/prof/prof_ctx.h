@@ -46,6 +46,10 @@ struct ProfCtx {
   unsigned len;
   const uintptr_t* vec;  // len frames, innermost first
   ProfCnt total;
+  // The allocation log's index of this backtrace in its current session (prof_log.cc, under
+  // its mutex): valid while log_epoch equals the session's number.
+  uint64_t log_epoch;
+  size_t log_index;
 };
 
 /// Sets the table up (bucket array from base memory). Idempotent; false on OOM.

@@ -8,6 +8,8 @@
 #include "prof/prof.h"
 #include "prof/prof_backtrace.h"
 #include "prof/prof_ctx.h"
+#include "prof/prof_log.h"
+#include "prof/prof_recent.h"
 #include "prof/prof_sample.h"
 #include "support/mutex.h"
 #include "support/reentrancy.h"
@@ -84,14 +86,13 @@ bool prof_tctx_wanted() {
   return td != nullptr && td->active;
 }
 
-ProfTctx* prof_tctx_sample(size_t usize, size_t req, unsigned skip) {
-  if (!prof_active_get()) return nullptr;
-  ProfTdata* td = prof_tdata_get();
-  if (td == nullptr || !td->active) return nullptr;
-  // The capture and the table may allocate (the unwinder, base memory): those calls are
-  // reentrant and take the plain paths, never sampled.
+namespace {
+
+// The calling thread's backtrace as a context, library frames at its top dropped (nullptr on
+// OOM). The capture and the table may allocate (the unwinder, base memory): those calls are
+// reentrant and take the plain paths, never sampled.
+JE_NOINLINE ProfCtx* capture_ctx(unsigned skip) {
   ReentrancyGuard guard;
-  prof_thread_name_refresh();
   ProfBt bt;
   prof_backtrace(&bt, skip + 1);
   unsigned drop = 0;
@@ -100,7 +101,18 @@ ProfTctx* prof_tctx_sample(size_t usize, size_t req, unsigned skip) {
     for (unsigned i = drop; i < bt.len; i++) bt.vec[i - drop] = bt.vec[i];
     bt.len -= drop;
   }
-  ProfCtx* ctx = prof_ctx_get(bt);
+  return prof_ctx_get(bt);
+}
+
+}  // namespace
+
+ProfTctx* prof_tctx_sample(size_t size, size_t usize, unsigned skip) {
+  if (!prof_active_get()) return nullptr;
+  ProfTdata* td = prof_tdata_get();
+  if (td == nullptr || !td->active) return nullptr;
+  ReentrancyGuard guard;
+  prof_thread_name_refresh();  // prof_sys_thread_name: 5.3.0 reads it at every sample
+  ProfCtx* ctx = capture_ctx(skip + 1);
   if (ctx == nullptr) return nullptr;
   ProfTctx* t = tctx_new();
   if (t == nullptr) return nullptr;
@@ -111,12 +123,17 @@ ProfTctx* prof_tctx_sample(size_t usize, size_t req, unsigned skip) {
     return nullptr;
   }
   t->ctx = ctx;
+  t->td = td;
   t->thr_uid = td->thr_uid;
   t->objs = objs;
   t->bytes = bytes;
-  t->req = req;
+  t->usize = usize;
+  t->alloc_ns = prof_time_ns();
+  t->recent.store(nullptr, std::memory_order_relaxed);
+  t->req = size;
   t->szind = sz::size2index(usize);
-  prof_stats_sampled(t->szind, req);
+  prof_stats_sampled(t->szind, size);
+  prof_recent_alloc(t, td, ctx, size, usize, t->alloc_ns);  // malloc(0): size 0, as 5.3.0
   return t;
 }
 
@@ -130,6 +147,21 @@ void prof_tctx_postfork_parent() { g_free_mtx.postfork_parent(); }
 void prof_tctx_postfork_child() { g_free_mtx.postfork_child(); }
 
 void prof_tctx_free(ProfTctx* t) {
+  const bool recent = prof_recent_linked(t);
+  if (recent || prof_log_running()) {
+    // The freeing side, as 5.3.0 records it: not from inside the allocator (nor for a thread
+    // whose profiling data cannot be made), and then the record says only "released".
+    ProfTdata* td = nullptr;
+    ProfCtx* ctx = nullptr;
+    if (!in_reentrant_call()) {
+      td = prof_tdata_get();
+      // Frames dropped: prof_tctx_free (those of the library's free path are trimmed).
+      if (td != nullptr) ctx = capture_ctx(1);
+    }
+    const uint64_t now = prof_time_ns();
+    if (recent) prof_recent_free(t, td, ctx, now);
+    prof_log_free(t, td, ctx, now);
+  }
   if (t->ctx != nullptr) {
     prof_ctx_credit(t->ctx, t->thr_uid, t->objs, t->bytes);
     prof_stats_freed(t->szind, t->req);

@@ -14,16 +14,20 @@
 // Memory: records come from base memory and are recycled through a free list (never freed).
 // Concurrency: the free list has its own mutex (LockRank::kProf, never held with another
 // lock); the context table locks itself. No allocator lock may be held by the caller.
+// Frees capture a backtrace only when the block has a recent record or the log is on.
 // jemalloc mapping: prof_tctx_t, prof_alloc_prep / prof_malloc_sample_object /
 // prof_free_sampled_object (prof.c), prof_unbiased_sz / prof_shifted_unbiased_cnt.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
 namespace je {
 
 struct ProfCtx;
+struct ProfRecent;
+struct ProfTdata;
 
 /// Object counts are charged in fixed point, kProfObjsOne per object: an unbiased sample of a
 /// 4 KiB block at R = 4 KiB stands for 1.58 objects, and rounding each sample to whole objects
@@ -34,22 +38,28 @@ inline constexpr uint64_t kProfObjsOne = uint64_t{1} << 16;
 struct ProfTctx {
   ProfTctx* next_free;
   ProfCtx* ctx;
+  ProfTdata* td;  // the allocating thread's data (immortal)
   uint64_t thr_uid;
   uint64_t objs;  // what was charged
   uint64_t bytes;
-  size_t req;       // bytes asked for (prof.stats)
-  unsigned szind;   // the size class the caller sees (prof.stats)
+  size_t usize;
+  uint64_t alloc_ns;                // prof_time_ns() when sampled
+  std::atomic<ProfRecent*> recent;  // its experimental.prof_recent record, if any
+  size_t req;                       // bytes asked for (prof.stats)
+  unsigned szind;                   // the size class the caller sees (prof.stats)
 };
 
-/// Samples an allocation of usable size `usize` (`req` bytes asked for) by the calling thread:
-/// captures its backtrace (dropping `skip` innermost frames) and charges its context. nullptr when the
+/// Samples an allocation of `size` bytes asked for (usable size `usize`) by the calling
+/// thread: captures its backtrace (dropping `skip` innermost frames), charges its context and
+/// records it for experimental.prof_recent. nullptr when the
 /// thread's profiling is inactive (thread.prof.active / prof.active false) or memory is short:
 /// the block is then an ordinary one.
-ProfTctx* prof_tctx_sample(size_t usize, size_t req, unsigned skip);
+ProfTctx* prof_tctx_sample(size_t size, size_t usize, unsigned skip);
 /// Whether the calling thread samples now (prof.active and its thread.prof.active): checked
 /// before a sampled block is set up, so that a crossing with profiling inactive costs nothing.
 bool prof_tctx_wanted();
-/// The sampled block is freed: credit its context back and recycle the record.
+/// The sampled block is freed: tell its recent-allocation record and the allocation log (both
+/// get the freeing thread's backtrace), credit its context back and recycle the record.
 void prof_tctx_free(ProfTctx* t);
 /// Once, at boot with opt.prof (outside allocator locks): finds this library's code, whose
 /// frames every captured backtrace drops.

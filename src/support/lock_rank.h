@@ -25,6 +25,10 @@ enum class LockRank : uint8_t {
   // The mallctl tree's mutex: a ctl call may create arenas, read every mutex's stats, purge or
   // reset arenas, so it nests outside all allocator-internal locks.
   kCtl,
+  // Dumps of the profiler's recent-allocation records (experimental.prof_recent.alloc_dump,
+  // src/prof): held while the client's write callback runs, whose own allocations may be
+  // sampled and may trigger an interval heap dump (kProfDump, inside).
+  kProfRecentDump,
   // Heap profile dumps (src/prof): one at a time; a dump takes the registry below and the
   // context table's mutex, each briefly, and base memory.
   kProfDump,
@@ -83,6 +87,7 @@ constexpr const char* lock_rank_name(LockRank rank) {
   switch (rank) {
     case LockRank::kInit: return "init";
     case LockRank::kCtl: return "ctl";
+    case LockRank::kProfRecentDump: return "prof_recent_dump";
     case LockRank::kProfDump: return "prof_dump";
     case LockRank::kProf: return "prof";
     case LockRank::kTcaches: return "tcaches";

@@ -58,12 +58,12 @@ bool read_bool(const char* name) {
 
 bool is_prof_name(const std::string& n) {
   return starts(n, "prof.") || starts(n, "opt.prof") || starts(n, "thread.prof.") ||
-         starts(n, "opt.lg_prof_");
+         starts(n, "opt.lg_prof_") || starts(n, "experimental.prof_recent.");
 }
 
 // 5.3.0's own build answers ENOENT for these (prof.stats needs --enable-prof-stats; utrace,
 // xmalloc and UAF detection are features Debian's build lacks; without opt.prof the profiling
-// actions and thread.prof.name are ENOENT too).
+// actions, experimental.prof_recent.* and thread.prof.name are ENOENT too).
 bool absent_in_reference(const std::string& n) {
   if (starts(n, "prof.stats.") || n == "opt.utrace" || n == "opt.xmalloc" ||
       n == "opt.lg_san_uaf_align") {
@@ -71,14 +71,16 @@ bool absent_in_reference(const std::string& n) {
   }
   static const bool opt_prof = read_bool("opt.prof");
   return !opt_prof && (n == "prof.dump" || n == "prof.prefix" || n == "prof.reset" ||
-                       n == "prof.log_start" || n == "prof.log_stop" || n == "thread.prof.name");
+                       n == "prof.log_start" || n == "prof.log_stop" || n == "thread.prof.name" ||
+                       starts(n, "experimental.prof_recent."));
 }
 
 // doc/compat.md "mallctl-unavailable" (and every profiling name in a --disable-prof build).
 bool absent_here(const std::string& n) {
   static const bool prof_built = read_bool("config.prof");
   if (absent_in_reference(n) || (!prof_built && is_prof_name(n)) ||
-      (starts(n, "experimental.") && !starts(n, "experimental.utilization."))) {
+      (starts(n, "experimental.") && !starts(n, "experimental.utilization.") &&
+       !starts(n, "experimental.hooks.prof_") && !starts(n, "experimental.prof_recent."))) {
     return true;
   }
   return false;
@@ -139,7 +141,8 @@ TEST(every_readable_name_reads_with_its_width) {
       readable++;
     } else if (rc == EPERM) {
       actions++;
-    } else if (!(rc == EFAULT && n == "thread.tcache.flush")) {
+    } else if (!(rc == EFAULT && (n == "thread.tcache.flush" || n == "prof.log_stop"))) {
+      // prof.log_stop takes no value: a "read" stops the log, EFAULT when none runs (5.3.0).
       FAIL_MSG("reading %s returned %d", n.c_str(), rc);
     }
   }
@@ -157,7 +160,7 @@ TEST_COMPAT(names_absent_on_purpose_answer_enoent, "mallctl-unavailable") {
     int rc = read_any(concrete(n), &width);
     if (rc != ENOENT) FAIL_MSG("%s returned %d, expected ENOENT (doc/compat.md)", n.c_str(), rc);
   }
-  EXPECT_GT(absent, 20);
+  EXPECT_GT(absent, 10);
 }
 
 TEST(opt_values_have_5_3_0_widths) {

@@ -264,10 +264,12 @@ TEST(LockRank, NamesAndOrder) {
   EXPECT_STREQ(je::lock_rank_name(je::LockRank::kEcache), "ecache");
   EXPECT_STREQ(je::lock_rank_name(je::LockRank::kLeaf), "leaf");
   EXPECT_STREQ(je::lock_rank_name(static_cast<je::LockRank>(200)), "?");
-  EXPECT_EQ(je::kNumLockRanks, 19u);
+  EXPECT_EQ(je::kNumLockRanks, 20u);
+  EXPECT_STREQ(je::lock_rank_name(je::LockRank::kProfRecentDump), "prof_recent_dump");
   EXPECT_STREQ(je::lock_rank_name(je::LockRank::kProfDump), "prof_dump");
   EXPECT_STREQ(je::lock_rank_name(je::LockRank::kProf), "prof");
-  static_assert(je::LockRank::kCtl < je::LockRank::kProfDump &&
+  static_assert(je::LockRank::kCtl < je::LockRank::kProfRecentDump &&
+                je::LockRank::kProfRecentDump < je::LockRank::kProfDump &&
                 je::LockRank::kProfDump < je::LockRank::kProf &&
                 je::LockRank::kProf < je::LockRank::kBase);
   static_assert(je::LockRank::kDecay < je::LockRank::kEcache);
