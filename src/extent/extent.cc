@@ -57,9 +57,12 @@ void deactivate_locked(Ecache& ec, Edata* e) {
   ec.eset.insert(e);
 }
 
-void activate_locked(Ecache& ec, Edata* e) {
+// `claimed`: e was taken as a neighbour (try_acquire_neighbor, state kMerging) rather than
+// found in the eset; it is still filed there.
+void activate_locked(Ecache& ec, Edata* e, bool claimed = false) {
   if constexpr (config::kDebug) ec.mtx.assert_owner();
-  debug_assert(e->state == ec.state, "extent: activated extent has its ecache's state");
+  debug_assert(e->state == (claimed ? ExtentState::kMerging : ec.state),
+               "extent: activated extent has its ecache's state");
   ec.eset.remove(e);
   g_emap.update_state(e, ExtentState::kActive);
 }
@@ -249,7 +252,7 @@ Edata* recycle_extract(PacCore& pac, Ecache& ec, Edata* expand, size_t size, siz
     unsigned lg_max_fit = ec.delay_coalesce && bounded ? pac.lg_max_fit() : Eset::kUnboundedFit;
     e = ec.eset.fit(size, alignment, /*exact_only=*/false, lg_max_fit);
   }
-  if (e != nullptr) activate_locked(ec, e);
+  if (e != nullptr) activate_locked(ec, e, /*claimed=*/expand != nullptr);
   return e;
 }
 
