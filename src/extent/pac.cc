@@ -469,7 +469,6 @@ size_t Pac::decay_stashed(ExtentState which, bool fully, EdataList* stash) {
 }
 
 void Pac::destroy_retained() {
-  flush_sec();
   while (Edata* e = extent::ecache_evict(core_, core_.ecache_retained, 0)) {
     extent::destroy_wrapper(core_, e);
   }

@@ -11,8 +11,9 @@
 // dirty pages. Pac flushes the cache into the dirty ecache -- where they coalesce as any free
 // does -- whenever it matters that they be seen there: before it would grow (so that freed
 // memory is reused before any retained or fresh memory is taken), at each decay epoch (decay
-// sees every dirty page within one epoch), before purging on request, before reading
-// statistics, and when in-place growth needs a cached neighbour.
+// sees every dirty page within one epoch), before purging on request (so arena destroy, which
+// purges everything first, finds the cache empty), before reading statistics, and when
+// in-place growth needs a cached neighbour.
 // Layer: extent. Callers: Pac only.
 // Concurrency: one mutex (LockRank::kLeaf: nothing is taken while it is held; extents leaving
 // the cache are handed back to the caller, who records them after unlocking). npages() is a
