@@ -8,15 +8,8 @@
 
 namespace je {
 
-namespace {
-
-struct Walk {
-  ProfBt* bt;
-  unsigned skip;
-};
-
-_Unwind_Reason_Code on_frame(struct _Unwind_Context* ctx, void* arg) {
-  auto* w = static_cast<Walk*>(arg);
+_Unwind_Reason_Code prof_backtrace_frame(struct _Unwind_Context* ctx, void* arg) {
+  auto* w = static_cast<ProfBtWalk*>(arg);
   const uintptr_t ip = _Unwind_GetIP(ctx);
   if (ip == 0) return _URC_END_OF_STACK;
   if (w->skip > 0) {
@@ -27,14 +20,12 @@ _Unwind_Reason_Code on_frame(struct _Unwind_Context* ctx, void* arg) {
   return w->bt->len == kProfBtMax ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
-}  // namespace
-
 JE_NOINLINE unsigned prof_backtrace(ProfBt* bt, unsigned skip) {
   ReentrancyGuard guard;  // an allocation inside the unwinder is not sampled, nor cached
   bt->len = 0;
   // The first frame the unwinder reports is this function's own.
-  Walk w{bt, skip + 1};
-  _Unwind_Backtrace(&on_frame, &w);
+  ProfBtWalk w{bt, skip + 1};
+  _Unwind_Backtrace(&prof_backtrace_frame, &w);
   return bt->len;
 }
 

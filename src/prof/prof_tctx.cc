@@ -85,13 +85,19 @@ bool prof_tctx_wanted() {
 
 ProfTctx* prof_tctx_sample(size_t usize, unsigned skip) {
   if (!prof_active_get()) return nullptr;
-  ProfTdata* td = prof_tdata_get();
-  if (td == nullptr || !td->active) return nullptr;
-  // The capture and the table may allocate (the unwinder, base memory): those calls are
-  // reentrant and take the plain paths, never sampled.
-  ReentrancyGuard guard;
   ProfBt bt;
   prof_backtrace(&bt, skip + 1);
+  return prof_tctx_sample_bt(usize, &bt);
+}
+
+ProfTctx* prof_tctx_sample_bt(size_t usize, ProfBt* bt_in) {
+  if (!prof_active_get()) return nullptr;
+  ProfTdata* td = prof_tdata_get();
+  if (td == nullptr || !td->active) return nullptr;
+  // The table may allocate (base memory): those calls are reentrant and take the plain
+  // paths, never sampled (the capture has its own guard).
+  ReentrancyGuard guard;
+  ProfBt& bt = *bt_in;
   unsigned drop = 0;
   while (drop < bt.len && bt.vec[drop] >= g_text_lo && bt.vec[drop] < g_text_hi) drop++;
   if (drop > 0 && drop < bt.len) {
