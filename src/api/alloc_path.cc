@@ -250,6 +250,8 @@ JE_NOINLINE_COLD void* sample_captured(Tsd& tsd, const Request& r, Arena* arena,
 // dropped again. The slow paths pay only the flag test when opt.prof is false.
 JE_ALWAYS_INLINE void* maybe_sample(Tsd& tsd, const Request& r, Arena* arena) {
   if (!config::kProf || JE_LIKELY(!prof_enabled())) return nullptr;
+  // Below the threshold (the common case on the slow paths): no call.
+  if (JE_LIKELY(tsd.prof_armed && tsd.allocated + r.usize < tsd.prof_next_sample)) return nullptr;
   if (JE_LIKELY(!sample_due_slow(tsd, r))) return nullptr;
   ProfBt bt;
   prof_backtrace_inline(&bt);
