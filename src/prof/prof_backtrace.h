@@ -9,7 +9,8 @@
 // opt.prof on; every capture runs under a ReentrancyGuard, so an allocation the unwinder makes
 // meanwhile takes the allocator's non-cached path and is never itself sampled (the prof module
 // does not sample reentrant calls). No signal handlers are involved.
-// Layer: prof. Callers: the prof module (sampling), unit tests.
+// Layer: prof. Callers: the prof module, src/api/alloc_path (prof_backtrace_inline, in the
+// entry point's own frame), unit tests.
 // Concurrency: thread-safe (libgcc's unwinder is); no allocator lock may be held by the caller.
 // jemalloc mapping: prof_backtrace / prof_backtrace_impl (libgcc variant), prof_bt_t, in
 // prof_sys.c; PROF_BT_MAX.
