@@ -214,6 +214,8 @@ int bench_info(const char* prog) {
   if (bench_ctl_read("opt.bounded_coalesce", &b, sizeof(b))) {
     printf(" opt.bounded_coalesce=%s", b ? "true" : "false");
   }
+  /* Read for the *-prof allocators of compare.py (absent, ENOENT, without profiling). */
+  if (bench_ctl_read("opt.prof", &b, sizeof(b))) printf(" opt.prof=%s", b ? "true" : "false");
   unsigned narenas;
   if (bench_ctl_read("arenas.narenas", &narenas, sizeof(narenas))) {
     printf(" arenas.narenas=%u", narenas);

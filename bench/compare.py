@@ -122,6 +122,13 @@ def allocator_registry(args):
         "mimalloc": Allocator("mimalloc", find_system_lib("libmimalloc.so.2", "libmimalloc.so"),
                               note="mimalloc"),
         "glibc": Allocator("glibc", None, note="no preload"),
+        # Not in the default set: heap profiling on at the default rate (lg_prof_sample:19),
+        # ours and Debian's side by side (`make bench-prof`, TUNING.md "Heap profiling").
+        "ours-prof": Allocator("ours-prof", ours, {"MALLOC_CONF": "prof:true"},
+                               note="ours, prof:true (sampling at the default rate, no dumps)"),
+        "jemalloc-prof": Allocator("jemalloc-prof", find_system_lib("libjemalloc.so.2"),
+                                   {"MALLOC_CONF": "prof:true"},
+                                   note="Debian's jemalloc 5.3.0, prof:true"),
         # Not in the default set: glibc without heap-top trimming, to show that
         # glibc's faults in the rallocx pattern come from trimming.
         "glibc-notrim": Allocator("glibc-notrim", None,
@@ -418,6 +425,8 @@ def probe(ctx, a):
             a.available = False
             a.why = "malloc is served by %s, not %s (does it define malloc yet?)" % (
                 served or "?", a.preload)
+    if a.name.endswith("-prof") and a.info.get("opt.prof") != "true":
+        a.note += " [warning: opt.prof reads %s]" % a.info.get("opt.prof", "n/a")
     if a.name == "ours-unbounded" and a.info.get("opt.bounded_coalesce") != "false":
         a.note += " [warning: opt.bounded_coalesce reads %s]" % a.info.get(
             "opt.bounded_coalesce", "n/a")

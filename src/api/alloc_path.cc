@@ -12,6 +12,7 @@
 #include "ctl/opt.h"
 #include "extent/extent.h"
 #include "prof/prof.h"
+#include "prof/prof_backtrace.h"
 #include "prof/prof_sample.h"
 #include "prof/prof_tctx.h"
 #include "support/malloc_io.h"
@@ -194,15 +195,15 @@ void prof_arm(Tsd& tsd, uint64_t from) {
   tsd_set_prof_next_sample(tsd, from + prof_sample_gap(&tsd.prof_prng, prof_lg_sample()));
 }
 
-// The allocation that crosses the thread's threshold; nullptr when it is not sampled after
-// all (profiling inactive for this thread, or no memory for the record / the extent), in which
-// case the caller allocates normally.
-JE_NOINLINE_COLD void* alloc_sampled(Tsd& tsd, const Request& r, Arena* arena) {
+// The allocation that crosses the thread's threshold, with the backtrace the entry point
+// captured; nullptr when it is not sampled after all (no memory for the record / the extent),
+// in which case the caller allocates normally.
+JE_NOINLINE_COLD void* alloc_sampled(Tsd& tsd, const Request& r, Arena* arena, ProfBt* bt) {
   const size_t usize = r.usize;
   const bool promote = usize <= sc::kSmallMaxClass;
   const size_t lusize = promote ? sc::kLargeMinClass : usize;
   const size_t align = r.flags.alignment > config::kPage ? r.flags.alignment : config::kPage;
-  if (sz::sa2u(lusize, align) != lusize || !prof_tctx_wanted()) return nullptr;
+  if (sz::sa2u(lusize, align) != lusize) return nullptr;
   Arena* a = arena;
   if (a == nullptr) a = large_huge_arena_for(tsd.arena, large_huge_key(usize, align, r.size));
   if (a == nullptr) a = tsd_arena(tsd);
@@ -214,8 +215,7 @@ JE_NOINLINE_COLD void* alloc_sampled(Tsd& tsd, const Request& r, Arena* arena) {
   void* p = a->malloc_large(lusize, align, zero, /*may_borrow=*/arena == nullptr);
   if (p == nullptr) return nullptr;
   Edata* e = g_emap.lookup_entry(p).edata;
-  // Frames dropped: alloc_sampled, allocate.
-  ProfTctx* t = prof_tctx_sample(r.size, usize, 2);
+  ProfTctx* t = prof_tctx_sample_bt(r.size, usize, bt);
   if (t == nullptr) {
     // Not sampled after all: an ordinary large block (promotion undone by the caller's
     // normal path).
@@ -228,17 +228,24 @@ JE_NOINLINE_COLD void* alloc_sampled(Tsd& tsd, const Request& r, Arena* arena) {
   return p;
 }
 
-// With opt.prof: the sampled block when this allocation of `r` crosses the thread's threshold
-// (unless the call comes from inside the allocator, e.g. the unwinder), else nullptr; the next
-// distance is drawn either way.
-JE_NOINLINE_COLD void* maybe_sample_slow(Tsd& tsd, const Request& r, Arena* arena) {
+// With opt.prof: whether this allocation of `r` crosses the thread's threshold and is to be
+// sampled -- not when the call comes from inside the allocator (e.g. the unwinder) or the
+// thread's profiling is inactive, in which case the next distance is drawn here at once.
+JE_NOINLINE_COLD bool sample_due_slow(Tsd& tsd, const Request& r) {
   // Never armed, or armed before the last prof.reset (whose new rate must apply now, not after
   // a distance drawn with the old one): draw from here.
   if (JE_UNLIKELY(!tsd.prof_armed || tsd.prof_epoch != prof_reset_epoch())) {
     prof_arm(tsd, tsd.allocated);
   }
-  if (tsd.allocated + r.usize < tsd.prof_next_sample) return nullptr;
-  void* p = in_reentrant_call() ? nullptr : alloc_sampled(tsd, r, arena);
+  if (tsd.allocated + r.usize < tsd.prof_next_sample) return false;
+  if (!in_reentrant_call() && prof_tctx_wanted()) return true;
+  prof_arm(tsd, tsd.allocated + r.usize);
+  return false;
+}
+
+// The sampled allocation, then the distance to the next sample.
+JE_NOINLINE_COLD void* sample_captured(Tsd& tsd, const Request& r, Arena* arena, ProfBt* bt) {
+  void* p = alloc_sampled(tsd, r, arena, bt);
   prof_arm(tsd, tsd.allocated + r.usize);
   return p;
 }
@@ -255,10 +262,21 @@ JE_ALWAYS_INLINE void gdump_at_safe_point() {
   if (config::kProf && JE_UNLIKELY(prof_enabled())) gdump_slow();
 }
 
-// Kept apart (cold, out of line) so that the slow paths pay only the flag test without it.
+// The sampled block when this allocation crosses the thread's threshold, else nullptr. Inlined
+// into allocate/reallocate so that the unwinder starts there: each frame it walks costs about
+// as much as the rest of a sample, and the frames below (the sampling helpers) would only be
+// dropped again. The slow paths pay only the flag test when opt.prof is false.
 JE_ALWAYS_INLINE void* maybe_sample(Tsd& tsd, const Request& r, Arena* arena) {
   if (!config::kProf || JE_LIKELY(!prof_enabled())) return nullptr;
-  return maybe_sample_slow(tsd, r, arena);
+  // Below the threshold (the common case on the slow paths): no call.
+  if (JE_LIKELY(tsd.prof_armed && tsd.allocated + r.usize < tsd.prof_next_sample &&
+                tsd.prof_epoch == prof_reset_epoch())) {
+    return nullptr;
+  }
+  if (JE_LIKELY(!sample_due_slow(tsd, r))) return nullptr;
+  ProfBt bt;
+  prof_backtrace_inline(&bt);
+  return sample_captured(tsd, r, arena, &bt);
 }
 
 void idalloc(Tcache* tc, void* ptr, const EmapEntry& ent) {
@@ -314,7 +332,11 @@ bool ensure_init() {
   return JE_LIKELY(g_initialized.load(std::memory_order_acquire)) || malloc_init();
 }
 
-void* allocate(const Request& r) {
+namespace {
+
+// allocate's body; inlined into malloc_slow as well, whose sampled allocations then walk one
+// internal frame fewer (see maybe_sample).
+JE_ALWAYS_INLINE void* allocate_inline(const Request& r) {
   if (JE_UNLIKELY(!ensure_init())) return nullptr;
   if (JE_UNLIKELY(r.usize == 0 || r.usize > sc::kLargeMaxClass)) return nullptr;
   Tsd& tsd = tsd_fetch();
@@ -336,8 +358,12 @@ void* allocate(const Request& r) {
   return p;
 }
 
+}  // namespace
+
+void* allocate(const Request& r) { return allocate_inline(r); }
+
 void* malloc_slow(size_t size) {
-  void* p = allocate(Request::of(size, {}));
+  void* p = allocate_inline(Request::of(size, {}));
   if (JE_UNLIKELY(p == nullptr)) errno = ENOMEM;
   return p;
 }

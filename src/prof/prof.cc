@@ -29,6 +29,7 @@ namespace je {
 
 namespace prof_detail {
 constinit bool g_enabled = false;
+constinit std::atomic<uint64_t> g_reset_epoch{0};
 }  // namespace prof_detail
 
 namespace {
@@ -39,7 +40,6 @@ constinit std::atomic<bool> g_thread_active_init{false};
 constinit std::atomic<bool> g_gdump{false};
 constinit std::atomic<size_t> g_lg_sample{0};
 constinit uint64_t g_interval = 0;
-constinit std::atomic<uint64_t> g_reset_epoch{0};
 // prof_boot_late ran: the context table exists, so dumps may be written.
 constinit std::atomic<bool> g_booted_late{false};
 
@@ -159,7 +159,7 @@ void prof_prefix_get(char* buf, size_t size) {
 void prof_reset(size_t lg_sample) {
   if (lg_sample > kProfLgSampleMax) lg_sample = kProfLgSampleMax;
   g_lg_sample.store(lg_sample, std::memory_order_relaxed);
-  g_reset_epoch.fetch_add(1, std::memory_order_release);
+  prof_detail::g_reset_epoch.fetch_add(1, std::memory_order_release);
   // The calling thread takes the new rate at its very next allocation: its threshold is due
   // now, so that allocation leaves the fast path and redraws (the epoch is stale). Other
   // threads redraw on their next allocation slow path (a cache miss or a thread event, at
@@ -173,7 +173,6 @@ void prof_reset(size_t lg_sample) {
   if (prof_enabled()) prof_ctx_reset();
 }
 
-uint64_t prof_reset_epoch() { return g_reset_epoch.load(std::memory_order_acquire); }
 
 bool prof_stats_enabled() { return prof_enabled() && g_opts.stats; }
 

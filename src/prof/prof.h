@@ -97,7 +97,7 @@ void prof_prefix_get(char* buf, size_t size);
 /// new rate on its next allocation slow path; the calling thread's next allocation takes it.
 void prof_reset(size_t lg_sample);
 /// Counts prof.reset calls: a thread whose armed distance was drawn in an older epoch redraws.
-uint64_t prof_reset_epoch();
+inline uint64_t prof_reset_epoch();
 /// prof.dump: writes a heap profile to `filename` (nullptr: <prefix>.<pid>.<seq>.m<n>.heap).
 /// True on success; false (prof.dump's EFAULT, 5.3.0's "dump failed") when profiling is off,
 /// the prefix is empty, or the file cannot be written.
@@ -185,8 +185,13 @@ void prof_postfork_child();
 
 namespace prof_detail {
 extern constinit bool g_enabled __attribute__((visibility("hidden")));
+extern constinit std::atomic<uint64_t> g_reset_epoch __attribute__((visibility("hidden")));
 }  // namespace prof_detail
 
 inline bool prof_enabled() { return config::kProf && prof_detail::g_enabled; }
+// Relaxed: a thread that sees the new epoch late only samples a little longer at the old rate.
+inline uint64_t prof_reset_epoch() {
+  return prof_detail::g_reset_epoch.load(std::memory_order_relaxed);
+}
 
 }  // namespace je

@@ -10,15 +10,8 @@
 
 namespace je {
 
-namespace {
-
-struct Walk {
-  ProfBt* bt;
-  unsigned skip;
-};
-
-_Unwind_Reason_Code on_frame(struct _Unwind_Context* ctx, void* arg) {
-  auto* w = static_cast<Walk*>(arg);
+_Unwind_Reason_Code prof_backtrace_frame(struct _Unwind_Context* ctx, void* arg) {
+  auto* w = static_cast<ProfBtWalk*>(arg);
   const uintptr_t ip = _Unwind_GetIP(ctx);
   if (ip == 0) return _URC_END_OF_STACK;
   if (w->skip > 0) {
@@ -29,18 +22,25 @@ _Unwind_Reason_Code on_frame(struct _Unwind_Context* ctx, void* arg) {
   return w->bt->len == kProfBtMax ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
+namespace {
+
 constinit std::atomic<ProfBacktraceHook> g_hook{nullptr};
 
 // The libgcc walk itself (never through the hook: a client hook may chain to the default one).
 JE_NOINLINE unsigned unwind(ProfBt* bt, unsigned skip) {
   bt->len = 0;
   // The first frame the unwinder reports is this function's own.
-  Walk w{bt, skip + 1};
-  _Unwind_Backtrace(&on_frame, &w);
+  ProfBtWalk w{bt, skip + 1};
+  _Unwind_Backtrace(&prof_backtrace_frame, &w);
   return bt->len;
 }
 
 }  // namespace
+
+bool prof_backtrace_hooked() {
+  const ProfBacktraceHook hook = g_hook.load(std::memory_order_acquire);
+  return hook != nullptr && hook != &prof_backtrace_default_hook;
+}
 
 ProfBacktraceHook prof_backtrace_hook_get() { return g_hook.load(std::memory_order_acquire); }
 
@@ -60,8 +60,8 @@ JE_NOINLINE void prof_backtrace_default_hook(void** vec, unsigned* len, unsigned
 JE_NOINLINE unsigned prof_backtrace(ProfBt* bt, unsigned skip) {
   ReentrancyGuard guard;  // an allocation inside the unwinder is not sampled, nor cached
   bt->len = 0;
-  const ProfBacktraceHook hook = g_hook.load(std::memory_order_acquire);
-  if (hook != nullptr && hook != &prof_backtrace_default_hook) {
+  if (prof_backtrace_hooked()) {
+    const ProfBacktraceHook hook = g_hook.load(std::memory_order_acquire);
     // A client's hook: its frames as given (at most kProfBtMax; `skip` concerns our unwinder).
     void* frames[kProfBtMax];
     unsigned n = 0;

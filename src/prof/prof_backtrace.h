@@ -9,7 +9,8 @@
 // opt.prof on; every capture runs under a ReentrancyGuard, so an allocation the unwinder makes
 // meanwhile takes the allocator's non-cached path and is never itself sampled (the prof module
 // does not sample reentrant calls). No signal handlers are involved.
-// Layer: prof. Callers: the prof module (sampling), unit tests.
+// Layer: prof. Callers: the prof module, src/api/alloc_path (prof_backtrace_inline, in the
+// entry point's own frame), unit tests.
 // Hook: experimental.hooks.prof_backtrace replaces the unwinder. The installed function gets
 // the frame array, a length to fill and the capacity (kProfBtMax); its frames are kept as it
 // returns them (the leading frames inside this library are still dropped by the caller, so a
@@ -22,8 +23,13 @@
 // prof_sys.c; PROF_BT_MAX; prof_backtrace_hook_{get,set} (prof.c), prof_hooks_init.
 #pragma once
 
+#include <unwind.h>
+
 #include <cstddef>
 #include <cstdint>
+
+#include "support/compiler.h"
+#include "support/reentrancy.h"
 
 namespace je {
 
@@ -51,6 +57,30 @@ void prof_backtrace_default_hook(void** vec, unsigned* len, unsigned max_len);
 ProfBacktraceHook prof_backtrace_hook_get();
 /// Installs `hook` (never nullptr: the ctl layer refuses it, as 5.3.0 does).
 void prof_backtrace_hook_set(ProfBacktraceHook hook);
+/// Whether a client's hook (not ours) is installed: then every capture goes through it.
+bool prof_backtrace_hooked();
+
+/// The walk state and per-frame callback behind both captures (prof_backtrace.cc).
+struct ProfBtWalk {
+  ProfBt* bt;
+  unsigned skip;
+};
+_Unwind_Reason_Code prof_backtrace_frame(struct _Unwind_Context* ctx, void* arg);
+
+/// The same capture, inlined into the caller, so that the unwinder starts in the caller's own
+/// frame (which is reported first; nothing is skipped here). Every frame costs the unwinder
+/// about 1,700 instructions (FDE lookup, CFA program), about as much again as the rest of a
+/// sample: the sampling path calls this from the entry point's outermost internal frame
+/// (allocate/reallocate) rather than from prof_backtrace several calls deeper.
+/// With a client's hook installed it is prof_backtrace(bt, 0), the hook's frames as given.
+JE_ALWAYS_INLINE unsigned prof_backtrace_inline(ProfBt* bt) {
+  if (JE_UNLIKELY(prof_backtrace_hooked())) return prof_backtrace(bt, 0);
+  ReentrancyGuard guard;  // as prof_backtrace
+  bt->len = 0;
+  ProfBtWalk w{bt, 0};
+  _Unwind_Backtrace(&prof_backtrace_frame, &w);
+  return bt->len;
+}
 
 /// Warms the unwinder up (its first walk allocates and takes the loader lock). Call once,
 /// outside any allocator lock; true when a walk returned at least one frame.

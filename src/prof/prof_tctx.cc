@@ -88,13 +88,11 @@ bool prof_tctx_wanted() {
 
 namespace {
 
-// The calling thread's backtrace as a context, library frames at its top dropped (nullptr on
-// OOM). The capture and the table may allocate (the unwinder, base memory): those calls are
-// reentrant and take the plain paths, never sampled.
-JE_NOINLINE ProfCtx* capture_ctx(unsigned skip) {
+// `bt` as a context, the library's own frames at its innermost end dropped (nullptr on OOM).
+// The table may allocate (base memory): that call is reentrant and takes the plain paths,
+// never sampled.
+ProfCtx* ctx_of(ProfBt& bt) {
   ReentrancyGuard guard;
-  ProfBt bt;
-  prof_backtrace(&bt, skip + 1);
   unsigned drop = 0;
   while (drop < bt.len && bt.vec[drop] >= g_text_lo && bt.vec[drop] < g_text_hi) drop++;
   if (drop > 0 && drop < bt.len) {
@@ -104,18 +102,35 @@ JE_NOINLINE ProfCtx* capture_ctx(unsigned skip) {
   return prof_ctx_get(bt);
 }
 
+// The calling thread's backtrace as a context (the free side of prof_recent and prof_log).
+// The capture may allocate (the unwinder): reentrant, never sampled.
+JE_NOINLINE ProfCtx* capture_ctx(unsigned skip) {
+  ProfBt bt;
+  prof_backtrace(&bt, skip + 1);
+  return ctx_of(bt);
+}
+
 }  // namespace
 
 ProfTctx* prof_tctx_sample(size_t size, size_t usize, unsigned skip) {
+  if (!prof_active_get()) return nullptr;
+  ProfBt bt;
+  prof_backtrace(&bt, skip + 1);
+  return prof_tctx_sample_bt(size, usize, &bt);
+}
+
+ProfTctx* prof_tctx_sample_bt(size_t size, size_t usize, ProfBt* bt) {
   if (!prof_active_get()) return nullptr;
   ProfTdata* td = prof_tdata_get();
   if (td == nullptr || !td->active) return nullptr;
   ReentrancyGuard guard;
   prof_thread_name_refresh();  // prof_sys_thread_name: 5.3.0 reads it at every sample
-  ProfCtx* ctx = capture_ctx(skip + 1);
+  ProfCtx* ctx = ctx_of(*bt);
   if (ctx == nullptr) return nullptr;
   ProfTctx* t = tctx_new();
   if (t == nullptr) return nullptr;
+  t->ctx = nullptr;  // a recycled record must not look charged or linked if charging fails
+  t->recent.store(nullptr, std::memory_order_relaxed);
   uint64_t objs, bytes;
   prof_tctx_charge_of(usize, prof_lg_sample(), prof_options().unbias, &objs, &bytes);
   if (!prof_ctx_charge(ctx, td->thr_uid, objs, bytes)) {

@@ -28,6 +28,7 @@ namespace je {
 struct ProfCtx;
 struct ProfRecent;
 struct ProfTdata;
+struct ProfBt;
 
 /// Object counts are charged in fixed point, kProfObjsOne per object: an unbiased sample of a
 /// 4 KiB block at R = 4 KiB stands for 1.58 objects, and rounding each sample to whole objects
@@ -55,6 +56,10 @@ struct ProfTctx {
 /// thread's profiling is inactive (thread.prof.active / prof.active false) or memory is short:
 /// the block is then an ordinary one.
 ProfTctx* prof_tctx_sample(size_t size, size_t usize, unsigned skip);
+/// The same with a backtrace the caller captured (prof_backtrace_inline, from the entry point's
+/// own frame: each frame the unwinder walks costs about as much as the rest of a sample): the
+/// library's own frames at its innermost end are dropped here. `bt` is modified.
+ProfTctx* prof_tctx_sample_bt(size_t size, size_t usize, ProfBt* bt);
 /// Whether the calling thread samples now (prof.active and its thread.prof.active): checked
 /// before a sampled block is set up, so that a crossing with profiling inactive costs nothing.
 bool prof_tctx_wanted();

@@ -12,7 +12,13 @@
 #   --with-lg-page=16           64 KiB pages: arenas.page, the size classes, and the unit tests
 #                               of the page-dependent modules (on this kernel's smaller page);
 #   --with-version=...          mallctl("version"), the header and jemalloc-config report it;
-#   --with-private-namespace    accepted (no effect: internal names are hidden anyway).
+#   --with-private-namespace    accepted (no effect: internal names are hidden anyway);
+#   --disable-prof              heap profiling configured out, as a 5.3.0 built the same way
+#                               answers: config.prof false, opt.prof / prof.* / thread.prof.*
+#                               ENOENT, prof:true an "Invalid conf pair" (the prefixed client
+#                               below asks); the library and the unit programs build without it.
+#                               (conf_test and ctl_test, which follow config::kProf, cannot run
+#                               here: they expect 4 KiB pages' size classes.)
 # Then `make uninstall` must leave nothing behind. Builds the library, a few unit programs and
 # the clients only, from a copy of the distributed sources (`make distdir`): about two minutes
 # on two idle cores. BUILD_JOBS sets make's -j (default 2).
@@ -58,7 +64,7 @@ b=$abi_tmp/build
 mkdir -p "$b" && cd "$b" || exit 99
 run_logged configure "$abi_tmp/src/configure" --prefix=/opt/pfx --disable-static \
   --with-jemalloc-prefix=je_ --with-install-suffix=_x --disable-cxx --with-lg-page=16 \
-  --with-version=$version --with-private-namespace=pn_
+  --with-version=$version --with-private-namespace=pn_ --disable-prof
 echo "configured: $(sed -n 's/^ *\$ .*configure /configure /p' config.log | head -n 1)"
 run_logged build $MAKE -j"$jobs" libjemalloc.la
 lib=$b/.libs/libjemalloc.so.2
@@ -80,9 +86,9 @@ echo "exported: $(grep -c '^je_' "$abi_tmp/dyn.txt") je_* names, $(wc -l <"$abi_
 run_logged unit-build $MAKE -j"$jobs" $unit_tests
 for t in $unit_tests; do
   if ./$t >"$abi_tmp/unit.log" 2>&1; then
-    echo "64 KiB pages: $t: $(grep -E '^\[  PASSED  \]' "$abi_tmp/unit.log")"
+    echo "64 KiB pages, --disable-prof: $t: $(grep -E '^\[  PASSED  \]' "$abi_tmp/unit.log")"
   else
-    bad "64 KiB pages: $t failed"; grep -E 'FAILED|Failure|error' "$abi_tmp/unit.log" | head -n 10
+    bad "64 KiB pages, --disable-prof: $t failed"; grep -E 'FAILED|Failure|error' "$abi_tmp/unit.log" | head -n 10
   fi
 done
 
@@ -123,6 +129,17 @@ else
   echo "$out" | grep -qx "opt.narenas 5" ||
     bad "client: JE_MALLOC_CONF=narenas:5 not read or MALLOC_CONF read: $out"
   echo "JE_MALLOC_CONF read, MALLOC_CONF ignored: $(echo "$out" | grep narenas)"
+  # --disable-prof: the profiling names are configured out, prof:true is refused.
+  out=$(env -u MALLOC_CONF -u JE_MALLOC_CONF "$abi_tmp/probe" 2>&1)
+  for want in "config.prof false" "opt.prof ENOENT" "prof.active ENOENT" "prof.dump ENOENT" \
+      "thread.prof.active ENOENT"; do
+    echo "$out" | grep -qx "$want" || bad "--disable-prof: '$want' expected, got: $out"
+  done
+  out=$(JE_MALLOC_CONF=prof:true "$abi_tmp/probe" 2>&1)
+  echo "$out" | grep -qx '<jemalloc>: Invalid conf pair: prof:true' ||
+    bad "--disable-prof: JE_MALLOC_CONF=prof:true is not an invalid conf pair: $out"
+  echo "$out" | grep -qx "version $version" || bad "--disable-prof: the client stopped after prof:true"
+  echo "--disable-prof: config.prof false, opt.prof/prof.*/thread.prof.* ENOENT, prof:true refused"
 fi
 if ! $CC -std=c11 -Wall -Werror -DUSE_MANGLE -I"$I" '-DHEADER=<jemalloc/jemalloc_x.h>' \
     "$probe" -o "$abi_tmp/probe_mangle" -L"$L" -ljemalloc_x -Wl,-rpath,"$L" 2>"$abi_tmp/cc.err"; then

@@ -5,6 +5,8 @@
 #ifdef USE_MANGLE
 #define JEMALLOC_MANGLE
 #endif
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,6 +24,20 @@
 #endif
 /* The program's option string, read at start-up under the prefixed name. */
 const char *je_malloc_conf = "narenas:3";
+#endif
+
+#ifndef USE_MANGLE
+/* A mallctl result as the script greps it: 0 or the errno's name. */
+static const char *rc_name(int rc) {
+  switch (rc) {
+    case 0: return "0";
+    case ENOENT: return "ENOENT";
+    case EINVAL: return "EINVAL";
+    case EFAULT: return "EFAULT";
+    case EPERM: return "EPERM";
+    default: return "other";
+  }
+}
 #endif
 
 int main(void) {
@@ -49,6 +65,21 @@ int main(void) {
   printf("opt.narenas %u\n", narenas);
   printf("usable %zu\n", je_malloc_usable_size(p));
   je_free(p);
+  /* Heap profiling, configured out (--disable-prof): config.prof reads false, and the
+   * profiling names answer ENOENT, as a 5.3.0 library configured the same way. */
+  bool b = true;
+  len = sizeof(b);
+  if (je_mallctl("config.prof", &b, &len, NULL, 0) != 0) return 1;
+  printf("config.prof %s\n", b ? "true" : "false");
+  len = sizeof(b);
+  printf("opt.prof %s\n", rc_name(je_mallctl("opt.prof", &b, &len, NULL, 0)));
+  len = sizeof(b);
+  printf("prof.active %s\n", rc_name(je_mallctl("prof.active", &b, &len, NULL, 0)));
+  const char *dump = "prefix_probe.heap";
+  printf("prof.dump %s\n", rc_name(je_mallctl("prof.dump", NULL, NULL, &dump, sizeof(dump))));
+  len = sizeof(b);
+  printf("thread.prof.active %s\n",
+         rc_name(je_mallctl("thread.prof.active", &b, &len, NULL, 0)));
   /* operator new/delete absent (--disable-cxx) and malloc unprefixed absent: nothing else to
    * see from here; the script checks the dynamic symbols. */
   (void)conf;
