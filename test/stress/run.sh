@@ -59,12 +59,21 @@ timeout_cmd=
 command -v timeout >/dev/null 2>&1 && timeout_cmd="timeout -k 5 $RUN_TIMEOUT"
 
 SHARDED="bin_shards:0-14336:8,slab_sizes:0-4096:3,narenas:2"
+# Heap profiling under load (a profiling build only): every 16 KiB sampled, so that sampled
+# blocks are freed across threads, by exited threads' successors, in fork children and by
+# realloc chains all the time.
+PROF="prof:true,lg_prof_sample:14,prof_accum:true"
 runs=
 for p in $progs; do
   runs="$runs $p"
   case $p in
     xthread_test|thread_churn_test|fork_test) runs="$runs $p@$SHARDED" ;;
   esac
+  if [ "${prof_built:-no}" = yes ]; then
+    case $p in
+      xthread_test|thread_churn_test|fork_test|realloc_chain_test) runs="$runs $p@$PROF" ;;
+    esac
+  fi
 done
 
 for run in $runs; do
