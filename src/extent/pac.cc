@@ -66,7 +66,7 @@ Edata* Pac::obtain(Edata* expand, size_t size, size_t alignment, bool zero, bool
   // not been seen by the ecache yet, so it goes there (coalescing as it goes) and the search
   // runs once more.
   if (e == nullptr && may_grow && sec_.npages() != 0) {
-    flush_sec();
+    flush_sec(/*for_growth=*/true);
     e = obtain_cached(expand, size, alignment, zero, src);
   }
   if (e == nullptr && may_grow) e = take_grown(expand, size, alignment, zero, src);
@@ -95,9 +95,9 @@ Edata* Pac::obtain_cached(Edata* expand, size_t size, size_t alignment, bool zer
   return e;
 }
 
-void Pac::flush_sec() {
+void Pac::flush_sec(bool for_growth) {
   EdataList l;
-  sec_.flush(&l);
+  sec_.flush(&l, for_growth ? Sec::FlushOrder::kSmallFirst : Sec::FlushOrder::kLargeFirst);
   while (Edata* e = l.front()) {
     l.remove(e);
     extent::ecache_dalloc(core_, core_.ecache_dirty, e);

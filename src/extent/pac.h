@@ -242,8 +242,10 @@ class Pac {
                 PacSource* src);
   /// obtain()'s reuse steps (dirty, muzzy, dirty without the bound), before any growth.
   Edata* obtain_cached(Edata* expand, size_t size, size_t alignment, bool zero, PacSource* src);
-  /// Record everything the small extent cache holds into the dirty ecache.
-  void flush_sec();
+  /// Record everything the small extent cache holds into the dirty ecache: before growth
+  /// (`for_growth`) small first, so that the freed pieces merge into the larger extents the
+  /// request may need; otherwise large first, keeping each extent whole (Sec::FlushOrder).
+  void flush_sec(bool for_growth = false);
   /// Whether a free of `e` may stay in the small extent cache: the cache is on, the hooks are
   /// ours (custom hooks see every free as 5.3.0 makes it) and dirty decay is not immediate.
   bool sec_may_cache() const {

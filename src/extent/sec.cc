@@ -59,10 +59,14 @@ bool Sec::remove(Edata* e, unsigned arena_ind) {
   return true;
 }
 
-void Sec::flush(EdataList* out) {
+void Sec::flush(EdataList* out, FlushOrder order) {
   if (npages_.load(std::memory_order_relaxed) == 0) return;
   MutexGuard g(mtx_);
-  for (size_t i = 0; i < kMaxPages; i++) drain_list_locked(i, out);
+  if (order == FlushOrder::kSmallFirst) {
+    for (size_t i = 0; i < kMaxPages; i++) drain_list_locked(i, out);
+  } else {
+    for (size_t i = kMaxPages; i-- > 0;) drain_list_locked(i, out);
+  }
 }
 
 void Sec::unlink_locked(EdataList& l, Edata* e) {

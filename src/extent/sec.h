@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 #include "extent/edata.h"
 #include "support/mutex.h"
@@ -52,8 +53,14 @@ class Sec {
   /// Remove `e` -- any extent, of any arena -- if it sits in this cache, which belongs to arena
   /// `arena_ind` (in-place growth wants a cached neighbour). True if it did.
   bool remove(Edata* e, unsigned arena_ind);
+  /// The order in which flush() hands extents out, for the caller to record in that order. The
+  /// dirty ecache coalesces a large extent (16 KiB and up) eagerly with its free neighbours but
+  /// files small ones as they are: recorded small first, the large ones absorb their small free
+  /// neighbours (more contiguous memory, for a request no cached size fits); large first, every
+  /// extent stays whole (each size comes back out of the ecache as it went in).
+  enum class FlushOrder : uint8_t { kSmallFirst, kLargeFirst };
   /// Everything cached, into *out.
-  void flush(EdataList* out);
+  void flush(EdataList* out, FlushOrder order);
 
   /// Pages cached now (unlocked read).
   size_t npages() const { return npages_.load(std::memory_order_relaxed); }

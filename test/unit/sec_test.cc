@@ -1,8 +1,9 @@
 // sec_test: the small extent cache in front of a page allocator (ours, opt.extent_cache_bytes):
 // a free of up to 16 pages is kept whole and handed back to the next request of exactly its
-// size; everything cached reaches the dirty ecache (and coalesces there) before the Pac grows,
-// on purge and on a statistics read; in-place growth takes a cached neighbour; an overflow
-// gives up half the capacity; zeroed requests and caches of size 0 never use it.
+// size; everything cached reaches the dirty ecache before the Pac grows (small extents first,
+// so that large ones absorb them), on purge and on a statistics read (large first: extents stay
+// whole); in-place growth takes a cached neighbour; an overflow gives up half the capacity;
+// zeroed requests and caches of size 0 never use it.
 #include <cstring>
 
 #include "pac_fixture.h"
@@ -61,6 +62,27 @@ TEST(Sec, FlushedAndCoalescedBeforeGrowth) {
   EXPECT_EQ(pac->counter(PacCounter::fresh_allocs), fresh);
   EXPECT_EQ(pac->counter(PacCounter::retained_allocs), retained);
   EXPECT_EQ(pac->ndirty(), 0u);
+}
+
+// Any other flush (decay epoch, statistics, purge) keeps each extent whole: a freed 16 KiB
+// extent and its freed one-page neighbour reach the ecache as two extents, so that the next
+// requests of those sizes get them back as they were.
+TEST(Sec, StatisticsFlushKeepsExtentsWhole) {
+  Pac* pac = make_cached_pac(size_t{1} << 20);
+  Edata* a = pac->alloc(16 * kKiB, kPg, false);
+  Edata* b = pac->alloc(4 * kKiB, kPg, false);
+  Edata* fence = pac->alloc(4 * kKiB, kPg, false);
+  ASSERT_TRUE(a && b && fence);
+  void* first = a->base();
+  pac->dalloc(b);
+  pac->dalloc(a);
+  PacStatsSnap snap;
+  pac->read_stats(&snap);
+  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)),
+            (std::vector<size_t>{4 * kKiB, 16 * kKiB}));
+  Edata* again = pac->alloc(16 * kKiB, kPg, false);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->base(), first);
 }
 
 TEST(Sec, ExpandTakesACachedNeighbour) {
