@@ -215,7 +215,7 @@ constinit uint64_t g_udump_n = 0;   // u<n>, gdump
 constinit ProfCnt* g_thr_tot = nullptr;
 constinit size_t g_thr_cap = 0;
 constexpr unsigned kCopyMax = 1024;  // per-thread counters copied per context
-constinit ProfThreadCnt g_copy[kCopyMax];
+constinit ProfThreadCnt g_copy[kCopyMax] = {};
 
 bool cnt_shown(const ProfCnt& c) { return c.curobjs != 0 || (g_opts.accum && c.accumobjs != 0); }
 
