@@ -93,6 +93,31 @@ void* exited_main(void*) {
 
 char g_dump[8 << 20];
 
+void mode_known(const char*);
+void mode_fork(const char*);
+void mode_churn(const char*);
+uint64_t read_dump(const char* path, double* est, int* nthread_lines);
+
+// Where known function f's frames can be: from its site (an address inside it) up to the next
+// function of this file that starts after it, and at most 2 KiB. Without the first bound a
+// sampled allocation of a neighbouring function -- pthread_create's, called from mode_known
+// right after freed_all in the binary -- would be credited to f.
+uintptr_t site_end(int f) {
+  const uintptr_t fns[] = {
+      reinterpret_cast<uintptr_t>(&here),          reinterpret_cast<uintptr_t>(&live_small),
+      reinterpret_cast<uintptr_t>(&live_large),    reinterpret_cast<uintptr_t>(&thread_alive_allocs),
+      reinterpret_cast<uintptr_t>(&thread_exited_allocs), reinterpret_cast<uintptr_t>(&freed_all),
+      reinterpret_cast<uintptr_t>(&alive_main),    reinterpret_cast<uintptr_t>(&exited_main),
+      reinterpret_cast<uintptr_t>(&mode_known),
+      reinterpret_cast<uintptr_t>(&mode_fork),     reinterpret_cast<uintptr_t>(&mode_churn),
+      reinterpret_cast<uintptr_t>(&read_dump)};
+  uintptr_t end = g_site[f] + 2048;
+  for (uintptr_t a : fns) {
+    if (a > g_site[f] && a < end) end = a;
+  }
+  return end;
+}
+
 // Reads the dump at `path` and sums each known function's unsampled live bytes into est[];
 // returns the sample period, 0 when the file is not a heap_v2 profile.
 uint64_t read_dump(const char* path, double* est, int* nthread_lines) {
@@ -118,7 +143,7 @@ uint64_t read_dump(const char* path, double* est, int* nthread_lines) {
         if (end == p) break;
         p = end;
         for (int f = 0; f < kNFn; f++) {
-          if (a >= g_site[f] && a - g_site[f] < 2048 && a - g_site[f] < best) {
+          if (a >= g_site[f] && a < site_end(f) && a - g_site[f] < best) {
             best = a - g_site[f];
             cur = f;
           }
