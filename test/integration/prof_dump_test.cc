@@ -237,11 +237,17 @@ void mode_churn(const char*) {
 constexpr Mode kModes[] = {
     {"noop", mode_noop}, {"known", mode_known}, {"fork", mode_fork}, {"churn", mode_churn}};
 
-// Removes the files /tmp/<stem>.<pid>.<seq>.<kind>*.heap (stem: a file name in /tmp) and returns how many there were.
+// Where the dumps go: $TMPDIR, else /tmp.
+const char* dump_dir() {
+  const char* d = std::getenv("TMPDIR");
+  return d != nullptr && d[0] != '\0' ? d : "/tmp";
+}
+
+// Removes the files <dump_dir>/<stem>.<pid>.<seq>.<kind>*.heap and returns how many there were.
 int take_dumps(const char* stem, long long pid, char kind) {
   char head[256];
   std::snprintf(head, sizeof(head), "%s.%lld.", stem, pid);
-  DIR* d = opendir("/tmp");
+  DIR* d = opendir(dump_dir());
   if (d == nullptr) return -1;
   int n = 0;
   while (dirent* e = readdir(d)) {
@@ -249,7 +255,7 @@ int take_dumps(const char* stem, long long pid, char kind) {
     if (std::strncmp(e->d_name, head, hl) != 0) continue;
     const char* dot = std::strchr(e->d_name + hl, '.');  // past <seq>
     char path[512];
-    std::snprintf(path, sizeof(path), "/tmp/%s", e->d_name);
+    std::snprintf(path, sizeof(path), "%s/%s", dump_dir(), e->d_name);
     if (dot != nullptr && dot[1] == kind) {
       n++;
       unlink(path);
@@ -260,7 +266,7 @@ int take_dumps(const char* stem, long long pid, char kind) {
 }
 
 void dump_path(char (&buf)[256], const char* tag) {
-  std::snprintf(buf, sizeof(buf), "/tmp/prof_dump_test.%d.%s.heap", static_cast<int>(getpid()),
+  std::snprintf(buf, sizeof(buf), "%s/prof_dump_test.%d.%s.heap", dump_dir(), static_cast<int>(getpid()),
                 tag);
 }
 
@@ -317,7 +323,7 @@ TEST(prof_interval_final_and_leak_error) {
   // 80 MiB at lg_prof_interval:24 (16 MiB): 4 interval dumps (5.3.0 writes 4 too), then the
   // final dump at exit.
   std::snprintf(conf, sizeof(conf),
-                "prof:true,lg_prof_interval:24,prof_final:true,prof_prefix:/tmp/%s", stem);
+                "prof:true,lg_prof_interval:24,prof_final:true,prof_prefix:%s/%s", dump_dir(), stem);
   Child c;
   if (child(&c, "churn", conf)) {
     long long pid = value(c, "pid");
@@ -329,7 +335,8 @@ TEST(prof_interval_final_and_leak_error) {
   // sample rate where it is sampled (lg_prof_sample:0: every allocation).
   std::snprintf(
       conf, sizeof(conf),
-      "prof:true,lg_prof_sample:0,prof_final:true,prof_leak_error:true,prof_prefix:/tmp/%s", stem);
+      "prof:true,lg_prof_sample:0,prof_final:true,prof_leak_error:true,prof_prefix:%s/%s",
+      dump_dir(), stem);
   const char* argv[] = {program_name(), "--child", "churn", nullptr};
   Child l = run_program(g_self, argv, conf);
   if (!l.exited(1)) {
