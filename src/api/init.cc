@@ -86,6 +86,7 @@ constexpr CoreConfig core_config(const Options& o) {
   a.extent_best_fit = o.extent_best_fit;
   a.purge_on_grow = o.purge_on_grow;
   a.decay_hold_peak = o.decay_hold_peak;
+  a.oversize_hold = o.oversize_hold;
   a.extent_cache_bytes = o.extent_cache_bytes;
   a.metadata_thp = core_enum(kMetadataThpOf, o.metadata_thp_mode);
   a.max_background_threads = o.max_background_threads;

@@ -67,6 +67,11 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
   o.best_fit = g_arena_opt.extent_best_fit;
   o.purge_on_grow = g_arena_opt.purge_on_grow;
   o.decay_hold_peak = g_arena_opt.decay_hold_peak;
+  // The huge arena's decay is set to 0 once created (arena_huge); with opt.oversize_hold its
+  // frees stay within the hold, over the window the other arenas decay in.
+  if (g_arena_opt.oversize_hold && arenas_huge_enabled() && ind == arenas_huge_ind() && !manual) {
+    o.immediate_hold_ms = arenas_dirty_decay_ms_default();
+  }
   o.extent_cache_bytes = g_arena_opt.extent_cache_bytes;
   o.shares_hold_budget = !manual;
   // Arena 0 is made before 5.3.0 applies opt.oversize_threshold, so it keeps the built-in
@@ -365,8 +370,14 @@ bool Arena::ralloc_large_no_move(Edata* e, size_t usize_min, size_t usize_max, b
 
 void Arena::dirty_added() {
   // With dirty_decay_ms 0 freed pages are purged at once, skipping muzzy (jemalloc's deferred
-  // work after a free); otherwise a background thread may need waking.
-  if (pac_.decay_ms_get(ExtentState::kDirty) == 0) {
+  // work after a free) -- down to the hold where the arena holds its frees (opt.oversize_hold);
+  // otherwise a background thread may need waking.
+  if (pac_.immediate_hold()) {
+    const uint64_t now = nstime_now_ns();
+    bool advanced;
+    pac_.try_decay(ExtentState::kDirty, now, Pac::Eagerness::kAlways, &advanced,
+                   arenas_hold_cap(this, now));
+  } else if (pac_.decay_ms_get(ExtentState::kDirty) == 0) {
     pac_.decay_all(ExtentState::kDirty, /*fully=*/true);
   }
   background_thread_dirty_added(this);

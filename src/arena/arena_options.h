@@ -67,11 +67,13 @@ struct ArenaOptions {
   bool retain = true;
   /// opt.lg_extent_max_active_fit.
   size_t lg_extent_max_active_fit = 6;
-  /// Ours: opt.reuse_before_grow, opt.extent_best_fit, opt.purge_on_grow, opt.decay_hold_peak.
+  /// Ours: opt.reuse_before_grow, opt.extent_best_fit, opt.purge_on_grow, opt.decay_hold_peak,
+  /// opt.oversize_hold (the huge arena's frees stay within the hold; needs decay_hold_peak).
   bool reuse_before_grow = true;
   bool extent_best_fit = true;
   bool purge_on_grow = false;
   bool decay_hold_peak = true;
+  bool oversize_hold = true;
   /// Ours, opt.extent_cache_bytes: each arena's small extent cache (Sec) capacity, 0 = none.
   size_t extent_cache_bytes = size_t{8} << 20;
   /// opt.metadata_thp: huge pages for metadata, of the global base and of every arena's base.

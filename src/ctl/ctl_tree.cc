@@ -119,7 +119,8 @@ constexpr const char* kOptNames[] = {
     "lg_san_uaf_align", "zero_realloc",
     // Ours.
     "bounded_coalesce", "idle_arena_decay", "reuse_before_grow", "extent_best_fit",
-    "purge_on_grow", "borrow_dirty", "decay_hold_peak", "safety_checks", "extent_cache_bytes",
+    "purge_on_grow", "borrow_dirty", "decay_hold_peak", "oversize_hold", "safety_checks",
+    "extent_cache_bytes",
 };
 // clang-format on
 constexpr size_t kNOpt = sizeof(kOptNames) / sizeof(kOptNames[0]);

@@ -467,6 +467,9 @@ struct OptStorage<OptKind::kNotBuilt> {
   X(decay_hold_peak, Bool, true, (opt_any()), kOptBoth, "ours: supported",                         \
     "Dirty decay keeps as many pages as active memory fell below its peak of the last "            \
     "dirty_decay_ms, for a return to that peak; false purges by age alone, as jemalloc 5.3.0.")    \
+  X(oversize_hold, Bool, true, (opt_any()), kOptBoth, "ours: supported",                           \
+    "With decay_hold_peak, the oversize arena keeps freed blocks within that hold for the next "   \
+    "request; false purges them when freed (its decay stays 0), as jemalloc 5.3.0.")               \
   X(extent_cache_bytes, SizeT, size_t{8} << 20, (opt_urange(0, kOptLargeMaxClass, kOptCheckMax)),  \
     kOptBoth, "ours: supported",                                                                   \
     "Per arena, freed extents of up to 16 pages kept as they are (not coalesced) for requests of "  \

@@ -171,7 +171,8 @@ constexpr OptLine kOptLines[] = {
     // other threads' ticks, whether dirty reuse may ignore lg_extent_max_active_fit before
     // growing, whether extents are reused best fit, whether growth purges idle dirty pages,
     // whether large allocations may use another arena's cached pages, whether dirty decay
-    // spares the dip below the recent peak, whether misuse is detected (safety_checks).
+    // spares the dip below the recent peak (and the oversize arena's frees with it), whether
+    // misuse is detected (safety_checks).
     {"bounded_coalesce", OptType::kBool, nullptr},
     {"idle_arena_decay", OptType::kBool, nullptr},
     {"reuse_before_grow", OptType::kBool, nullptr},
@@ -179,6 +180,7 @@ constexpr OptLine kOptLines[] = {
     {"purge_on_grow", OptType::kBool, nullptr},
     {"borrow_dirty", OptType::kBool, nullptr},
     {"decay_hold_peak", OptType::kBool, nullptr},
+    {"oversize_hold", OptType::kBool, nullptr},
     {"safety_checks", OptType::kBool, nullptr},
     {"extent_cache_bytes", OptType::kSize, nullptr},
 };

@@ -11,7 +11,7 @@
 // counters (stats.arenas.<i>.dirty_merges, dirty_merges_refused, evict_merges,
 // {dirty,muzzy,retained,fresh}_allocs and _alloc_pages), and opt.bounded_coalesce,
 // opt.idle_arena_decay, opt.reuse_before_grow, opt.extent_best_fit, opt.purge_on_grow,
-// opt.borrow_dirty and opt.decay_hold_peak after the other options.
+// opt.borrow_dirty, opt.decay_hold_peak and opt.oversize_hold after the other options.
 // Option letters: J JSON; g general, m merged, d destroyed, a per-arena, b bins, l large,
 // x mutexes, e extents, h HPA (each omits its section); other characters are ignored.
 // Output reaches the callback in chunks from a buffer on the stack: the callback is called

@@ -24,6 +24,7 @@ bool Pac::init(const PacOptions& o) {
   purge_on_grow_ = o.purge_on_grow;
   decay_hold_peak_ = o.decay_hold_peak;
   shares_hold_budget_ = o.decay_hold_peak && o.shares_hold_budget;
+  immediate_hold_ms_ = o.decay_hold_peak && o.immediate_hold_ms > 0 ? o.immediate_hold_ms : 0;
   peak_epoch_ns_ = o.now_ns;
   core_.bounded_coalesce_.store(o.bounded_coalesce, std::memory_order_relaxed);
   core_.oversize_threshold_.store(o.oversize_threshold, std::memory_order_relaxed);
@@ -47,9 +48,10 @@ bool Pac::init(const PacOptions& o) {
 }
 
 void Pac::update_may_force_decay() {
-  core_.may_force_decay_.store(
-      decay_ms_get(ExtentState::kDirty) != -1 && decay_ms_get(ExtentState::kMuzzy) != -1,
-      std::memory_order_relaxed);
+  // A held oversize extent stays dirty like any other; decay purges what the hold lets go.
+  core_.may_force_decay_.store(decay_ms_get(ExtentState::kDirty) != -1 &&
+                                   decay_ms_get(ExtentState::kMuzzy) != -1 && !immediate_hold(),
+                               std::memory_order_relaxed);
 }
 
 void Pac::count_alloc(PacSource src, size_t size) {
@@ -138,7 +140,10 @@ Edata* Pac::grow(size_t size, size_t alignment, bool zero) {
 
 void Pac::new_extent_obtained(PacSource src, size_t size) {
   account_obtained(src, size);
-  if (purge_on_grow_ && (src == PacSource::kFresh || src == PacSource::kRetained)) {
+  // The immediate hold (opt.oversize_hold) always purges on growth: its held extents were too
+  // small for this request, and keeping them beside the new one would stack the two.
+  if ((purge_on_grow_ || immediate_hold()) &&
+      (src == PacSource::kFresh || src == PacSource::kRetained)) {
     purge_for_growth(size >> kLgPage);
   }
 }
@@ -152,10 +157,12 @@ void Pac::new_extent_obtained(PacSource src, size_t size) {
 // max(1 MiB, active / 32) stays dirty. Decay would purge these pages later anyway; this brings
 // it forward through the same pipeline (counted in the dirty decay stats).
 void Pac::purge_for_growth(size_t npages) {
-  if (decay_ms_get(ExtentState::kDirty) <= 0) return;  // -1: never purge; 0: nothing dirty
+  // -1: never purge; 0: nothing dirty, unless held (then no reserve: the hold is the reserve).
+  const bool held = immediate_hold();
+  if (decay_ms_get(ExtentState::kDirty) <= 0 && !held) return;
   const size_t ndirty = core_.ecache_dirty.npages();
-  size_t keep = nactive() / kGrowPurgeActiveDiv;
-  if (keep < kGrowPurgeMinKeepPages) keep = kGrowPurgeMinKeepPages;
+  size_t keep = 0;
+  if (!held) keep = std::max(nactive() / kGrowPurgeActiveDiv, kGrowPurgeMinKeepPages);
   if (ndirty <= keep + kGrowPurgeMinPages) return;
   const size_t want = ndirty - keep < npages ? ndirty - keep : npages;
   DecayPipeline& p = pipeline(ExtentState::kDirty);
@@ -272,7 +279,7 @@ size_t Pac::held_pages_locked() const {
 }
 
 size_t Pac::hold_estimate() const {
-  if (!decay_hold_peak_ || decay_dirty_.decay.ms() <= 0) return 0;
+  if (!decay_hold_peak_ || hold_window_ms(decay_dirty_.decay.ms()) <= 0) return 0;
   return held_pages_locked();  // only atomics: fine without the mutex
 }
 
@@ -373,6 +380,15 @@ bool Pac::try_decay(ExtentState which, uint64_t now_ns, Eagerness eagerness, boo
 uint64_t Pac::decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t npages_threshold,
                                    size_t hold_cap) {
   DecayPipeline& p = pipeline(which);
+  if (which == ExtentState::kDirty && immediate_hold()) {
+    // Frees purge down to the hold at once; what it keeps may go when the peak ages out.
+    if (!p.mtx.try_lock()) return 0;
+    const bool held = core_.ecache_dirty.npages() != 0;
+    const uint64_t ns = held ? hold_ns_until_rotation_locked(now_ns, immediate_hold_ms_)
+                             : UINT64_MAX;
+    p.mtx.unlock();
+    return ns;
+  }
   if (p.decay.ms() <= 0) return UINT64_MAX;
   if (which == ExtentState::kDirty) flush_sec();  // a background thread must see them
   if (!p.mtx.try_lock()) return 0;
@@ -406,7 +422,13 @@ void Pac::maybe_decay_purge_locked(ExtentState which, uint64_t now_ns, Eagerness
   *epoch_advanced = false;
   int64_t ms = p.decay.ms();
   if (ms <= 0) {
-    if (ms == 0) decay_to_limit(which, false, 0, ec.npages());
+    if (ms != 0) return;
+    size_t limit = 0;
+    if (which == ExtentState::kDirty && immediate_hold()) {
+      limit = std::min(hold_pages_locked(now_ns, immediate_hold_ms_), hold_cap);
+    }
+    const size_t current = ec.npages();
+    if (current > limit) decay_to_limit(which, false, limit, current - limit);
     return;
   }
   size_t current = ec.npages();

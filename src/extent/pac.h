@@ -51,6 +51,10 @@ struct PacOptions {
   bool best_fit = true;             // opt.extent_best_fit (ours): smallest class first
   bool purge_on_grow = false;       // opt.purge_on_grow (ours): growth purges idle dirty pages
   bool decay_hold_peak = true;      // opt.decay_hold_peak (ours): dirty decay spares the dip
+  /// Ours (opt.oversize_hold, the huge arena): while dirty decay is 0, purge down to the hold,
+  /// whose window is this many milliseconds, instead of to nothing, and keep freed oversize
+  /// extents dirty (no inline purge). 0: off. Needs decay_hold_peak.
+  int64_t immediate_hold_ms = 0;
   bool shares_hold_budget = false;  // counted in the process-wide hold budget (HoldBudget)
   size_t extent_cache_bytes = 0;    // opt.extent_cache_bytes (ours): the Sec's capacity, 0 = off
   size_t oversize_threshold = size_t{8} << 20;  // opt.oversize_threshold
@@ -107,7 +111,8 @@ class PacCore {
   bool bounded_coalesce() const { return bounded_coalesce_.load(std::memory_order_relaxed); }
   size_t oversize_threshold() const { return oversize_threshold_.load(std::memory_order_relaxed); }
   /// Whether freeing may purge an oversize extent inline: neither decay time is -1 (5.3.0's
-  /// extent_may_force_decay). Kept by Pac on every decay-time change.
+  /// extent_may_force_decay) and the Pac does not hold its immediate frees (opt.oversize_hold).
+  /// Kept by Pac on every decay-time change.
   bool may_force_decay() const { return may_force_decay_.load(std::memory_order_relaxed); }
   /// Serial number for a new mapping.
   uint64_t next_sn() { return sn_next_.fetch_add(1, std::memory_order_relaxed); }
@@ -163,8 +168,12 @@ class Pac {
                                 size_t hold_cap = SIZE_MAX);
   /// opt.decay_hold_peak: the dirty pages the hold would keep now (peak - active), read without
   /// a lock (an estimate: the peaks may rotate meanwhile); 0 when the hold is off or dirty decay
-  /// is not timed (decay_ms 0 or -1).
+  /// is not timed (decay_ms -1, or 0 without immediate_hold()).
   size_t hold_estimate() const;
+  /// opt.oversize_hold: dirty decay is 0 and frees are held (PacOptions::immediate_hold_ms).
+  bool immediate_hold() const {
+    return immediate_hold_ms_ > 0 && decay_dirty_.decay.ms() == 0;
+  }
 
   /// Destroy everything retained (arena destroy); the address space goes back to the OS.
   void destroy_retained();
@@ -261,6 +270,11 @@ class Pac {
   /// only extents of at least kGrowPurgeMinPages and keeping max(kGrowPurgeMinKeepPages,
   /// nactive / kGrowPurgeActiveDiv) dirty.
   void purge_for_growth(size_t npages);
+  /// The hold's window for a dirty decay time of `ms`: ms itself when timed, the immediate
+  /// hold's window at 0, none (0) at -1.
+  int64_t hold_window_ms(int64_t ms) const {
+    return ms > 0 ? ms : ms == 0 ? immediate_hold_ms_ : 0;
+  }
   /// opt.decay_hold_peak: active pages grew by `npages`; raise the current peak.
   void note_active_grown(size_t npages);
   /// Active pages fell by `npages` (dalloc, shrink).
@@ -289,6 +303,7 @@ class Pac {
   // atomic for hold_estimate's lock-free read).
   bool decay_hold_peak_ = true;
   bool shares_hold_budget_ = false;
+  int64_t immediate_hold_ms_ = 0;  // opt.oversize_hold; set at init only
   std::atomic<size_t> peak_cur_{0};
   std::atomic<size_t> peak_prev_{0};
   uint64_t peak_epoch_ns_ = 0;

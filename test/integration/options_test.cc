@@ -382,6 +382,49 @@ void mode_hold(const char*) {
   emit("pdirty_end", (long long)arena_stat(arena, "pdirty"));
 }
 
+// oversize_hold: blocks of oversize_threshold and more (the huge arena, whose decay is 0) are
+// allocated, touched and freed twice; the second round's minor faults show whether the first
+// round's pages were kept. Then the thread's own arena is ticked for 1.6 decay windows and the
+// huge arena's dirty pages are read again: once its peak has aged out, the idle-arena sweep
+// purges what it held.
+void mode_oversize_hold(const char*) {
+  mode_noop(nullptr);
+  constexpr size_t kSizes[] = {16 << 20, 24 << 20, 12 << 20};
+  constexpr double kWindowS = 2.0;
+  unsigned huge = 0;
+  jt::ctl_get("opt.narenas", &huge);  // the huge arena comes right after the automatic ones
+  long long faults[2];
+  for (long long& f : faults) {
+    rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    void* blocks[3];
+    for (int i = 0; i < 3; i++) {
+      blocks[i] = mallocx(kSizes[i], MALLOCX_TCACHE_NONE);
+      touch(blocks[i], kSizes[i]);
+    }
+    for (void* b : blocks) dallocx(b, MALLOCX_TCACHE_NONE);
+    getrusage(RUSAGE_SELF, &r1);
+    f = r1.ru_minflt - r0.ru_minflt;
+  }
+  jt::refresh_stats();
+  emit("faults_first", faults[0]);
+  emit("faults_again", faults[1]);
+  emit("huge_pdirty_freed", (long long)arena_stat(huge, "pdirty"));
+  timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do {
+    for (int i = 0; i < 2000; i++) {  // arena-level calls: decay ticks, and the sweep
+      void* p = mallocx(64 << 10, MALLOCX_TCACHE_NONE);
+      jt::escape(p);
+      dallocx(p, MALLOCX_TCACHE_NONE);
+    }
+    usleep(2000);
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while ((double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < 1.6 * kWindowS);
+  jt::refresh_stats();
+  emit("huge_pdirty_end", (long long)arena_stat(huge, "pdirty"));
+}
+
 // Two automatic arenas dip one after the other: 16 MiB allocated and freed in arena 0, then
 // 16 MiB in arena 1. Each arena alone would hold its whole dip (its own peak), 32 MiB in all,
 // though the process never had more than 16 MiB active at once; the shared budget keeps the
@@ -644,6 +687,7 @@ constexpr Mode kModes[] = {
     {"borrow", mode_borrow},
     {"hold", mode_hold},
     {"hold_budget", mode_hold_budget},
+    {"oversize_hold", mode_oversize_hold},
     {"oversize", mode_oversize},
     {"retain", mode_retain},
     {"percpu", mode_percpu},
@@ -1009,6 +1053,24 @@ TEST_COMPAT(decay_hold_peak_shares_one_budget, "decay-hold-peak") {
   // Decay's curve alone keeps ~59%; two whole holds would keep ~100%; the budget keeps 50%.
   if (value(c, "late") == 0) EXPECT_CHILD(c, "pdirty_mid", kLt, freed * 80 / 100);
   EXPECT_CHILD(c, "pdirty_mid", kGe, freed * 45 / 100);
+}
+
+// Ours: the huge arena keeps freed oversize blocks within the hold, so the second round
+// faults almost nothing, and purges them once the peak has aged out; oversize_hold:false
+// purges them when freed, as 5.3.0 does (the second round faults them all in again).
+TEST_COMPAT(oversize_hold_keeps_huge_blocks_for_reuse, "oversize-hold") {
+  Child c;
+  const char* conf = "dirty_decay_ms:2000,muzzy_decay_ms:0";
+  if (!child(&c, "oversize_hold", conf)) return;
+  const long long first = value(c, "faults_first");
+  EXPECT_GE(first, (52 << 20) / 4096 * 9 / 10);  // 52 MiB touched: at least 90% faulted
+  EXPECT_CHILD(c, "faults_again", kLt, first / 10);
+  EXPECT_CHILD(c, "huge_pdirty_freed", kGe, (40 << 20) / 4096);
+  EXPECT_CHILD(c, "huge_pdirty_end", kEq, 0);
+  std::string off = std::string(conf) + ",oversize_hold:false";
+  if (!child(&c, "oversize_hold", off.c_str())) return;
+  EXPECT_CHILD(c, "faults_again", kGe, value(c, "faults_first") * 9 / 10);
+  EXPECT_CHILD(c, "huge_pdirty_freed", kEq, 0);
 }
 
 TEST(retain_false_unmaps_purged_memory) {

@@ -161,6 +161,7 @@ constexpr Valid kValid[] = {
     {"extent_best_fit", "false", "extent_best_fit", "false"},
     {"borrow_dirty", "false", "borrow_dirty", "false"},
     {"decay_hold_peak", "false", "decay_hold_peak", "false"},
+    {"oversize_hold", "false", "oversize_hold", "false"},
     {"safety_checks", "true", "safety_checks", "true"},
     {"extent_cache_bytes", "0", "extent_cache_bytes", "0"},
     {"prof", "true", "prof", "true"},

@@ -599,6 +599,7 @@ TEST_F(Ctl, ConfigAndOpt) {
   EXPECT_TRUE(read<bool>("opt.extent_best_fit"));
   EXPECT_TRUE(read<bool>("opt.borrow_dirty"));
   EXPECT_TRUE(read<bool>("opt.decay_hold_peak"));
+  EXPECT_TRUE(read<bool>("opt.oversize_hold"));
   bool b;
   EXPECT_EQ(get("opt.utrace", &b), ENOENT);
   EXPECT_EQ(put("opt.utrace", b), ENOENT);

@@ -182,7 +182,8 @@ TEST_F(OptTest, MallctlViewMatchesGoldenNames) {
   for (size_t i = 0; i < n; i++) ours.insert(view[i].name);
   std::set<std::string> expected = {"bounded_coalesce", "idle_arena_decay", "reuse_before_grow",
                                     "borrow_dirty",     "extent_best_fit",  "purge_on_grow",
-                                    "decay_hold_peak",  "safety_checks",   "extent_cache_bytes"};
+                                    "decay_hold_peak",  "oversize_hold",   "safety_checks",
+                                    "extent_cache_bytes"};
   for (const Golden& g : kGolden) {
     if (strcmp(g.width, "-") == 0 || is_prof_name(g.name)) continue;
     expected.insert(g.name);
@@ -255,6 +256,7 @@ TEST_F(OptTest, StringOptionsPointAtTheirChoiceLiteralsOrBuffers) {
   EXPECT_TRUE(je::g_opt.extent_best_fit);
   EXPECT_TRUE(je::g_opt.borrow_dirty);
   EXPECT_TRUE(je::g_opt.decay_hold_peak);
+  EXPECT_TRUE(je::g_opt.oversize_hold);
 }
 
 TEST_F(OptTest, ResetRestoresDefaultsAndBufferPointers) {

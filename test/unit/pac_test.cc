@@ -253,6 +253,55 @@ TEST(Pac, HoldKeepsTheDipBelowThePeak) {
   EXPECT_EQ(off.back(), 0u);
 }
 
+// Ours (opt.oversize_hold): with dirty decay 0 and the immediate hold, an oversize free stays
+// dirty (no inline purge) up to the dip below the peak, a decay step keeps it until the peak
+// has aged out (two rotations of half the hold's window), and without the hold it is purged
+// inline as 5.3.0 does.
+TEST(Pac, ImmediateHoldKeepsOversizeFreesUntilThePeakAgesOut) {
+  constexpr size_t kBig = 16 << 20;  // above the 8 MiB oversize threshold
+  for (bool hold : {true, false}) {
+    PacOptions o = opts(-1, -1);
+    o.immediate_hold_ms = hold ? 1000 : 0;
+    Pac* pac = make_pac(o);
+    const uint64_t t0 = uint64_t{1} << 43;
+    ASSERT_TRUE(pac->decay_ms_set(ExtentState::kDirty, 0, t0));
+    ASSERT_TRUE(pac->decay_ms_set(ExtentState::kMuzzy, 0, t0));
+    EXPECT_EQ(pac->immediate_hold(), hold);
+    Edata* a = pac->alloc(kBig, kPg, false);
+    Edata* b = pac->alloc(kBig, kPg, false);
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, nullptr);
+    pac->dalloc(a);
+    bool advanced;
+    ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t0 + 1, Pac::Eagerness::kAlways, &advanced));
+    if (!hold) {
+      EXPECT_EQ(pac->ndirty(), 0u);
+      EXPECT_EQ(pac->counter(PacCounter::oversize_purged), kBig / kPg);
+      pac->dalloc(b);
+      continue;
+    }
+    EXPECT_EQ(pac->ndirty(), kBig / kPg);  // the dip: peak 2 blocks, 1 active
+    EXPECT_EQ(pac->counter(PacCounter::oversize_purged), 0u);
+    EXPECT_NE(pac->decay_ns_until_purge(ExtentState::kDirty, t0 + 1, 1), UINT64_MAX);
+    // The same size again: served from the held pages.
+    Edata* c = pac->alloc(kBig, kPg, false);
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(pac->ndirty(), 0u);
+    pac->dalloc(c);
+    pac->dalloc(b);
+    const uint64_t half = 500'000'000;  // half of the 1000 ms window
+    ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t0 + half / 2, Pac::Eagerness::kAlways,
+                               &advanced));
+    EXPECT_EQ(pac->ndirty(), 2 * kBig / kPg);
+    ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t0 + half + 1, Pac::Eagerness::kAlways,
+                               &advanced));
+    EXPECT_EQ(pac->ndirty(), 2 * kBig / kPg);  // the peak is now the previous half's
+    ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t0 + 2 * half + 2, Pac::Eagerness::kAlways,
+                               &advanced));
+    EXPECT_EQ(pac->ndirty(), 0u);
+  }
+}
+
 // Ours (opt.decay_hold_peak's shared budget): a Pac that shares the budget publishes its
 // active pages in whole granules (exactly floor(active / granule) of them, however its count
 // moved), the budget's peak keeps the highest sum, and a hold cap of 0 leaves decay to its curve.
