@@ -179,6 +179,8 @@ class Arena {
   uint64_t decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t npages_threshold);
   /// opt.decay_hold_peak: dirty pages this arena's hold would keep now (Pac::hold_estimate).
   size_t hold_estimate() const { return pac_.hold_estimate(); }
+  /// opt.oversize_hold: dirty decay is 0 and frees are held (the huge arena; Pac::immediate_hold).
+  bool immediate_hold() const { return pac_.immediate_hold(); }
   size_t oversize_threshold() const { return pac_.oversize_threshold(); }
   void set_oversize_threshold(size_t v) { pac_.set_oversize_threshold(v); }
   extent_hooks_t* extent_hooks() const { return pac_.hooks(); }

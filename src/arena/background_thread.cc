@@ -397,8 +397,9 @@ void background_thread_wake_arena(unsigned ind) {
 }
 
 void detail::background_thread_dirty_added_slow(Arena* a) {
-  // Immediate (0) and disabled (-1) decay never schedule anything.
-  if (a->decay_ms(ExtentState::kDirty) <= 0) return;
+  // Immediate (0) and disabled (-1) decay never schedule anything -- unless the immediate
+  // frees are held (opt.oversize_hold): the hold's pages go when its peak ages out.
+  if (a->decay_ms(ExtentState::kDirty) <= 0 && !a->immediate_hold()) return;
   Slot* s = slot_of(a->ind());
   if (s == nullptr) return;
   std::atomic_thread_fence(std::memory_order_seq_cst);

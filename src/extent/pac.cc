@@ -219,6 +219,10 @@ size_t active_pages() { return g_active.load(std::memory_order_relaxed); }
 size_t peak_pages(uint64_t now_ns, int64_t ms) {
   const uint64_t half = static_cast<uint64_t>(ms) * 500'000;
   uint64_t epoch = g_epoch_ns.load(std::memory_order_relaxed);
+  // The first reader starts the windows: the peak so far is the current half's, not stale.
+  if (epoch == 0 && g_epoch_ns.compare_exchange_strong(epoch, now_ns, std::memory_order_relaxed)) {
+    epoch = now_ns;
+  }
   const uint64_t elapsed = now_ns > epoch ? now_ns - epoch : 0;
   // Whoever moves the epoch rotates; the others read the peaks as they stand.
   if (elapsed >= half &&

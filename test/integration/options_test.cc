@@ -384,10 +384,11 @@ void mode_hold(const char*) {
 
 // oversize_hold: blocks of oversize_threshold and more (the huge arena, whose decay is 0) are
 // allocated, touched and freed twice; the second round's minor faults show whether the first
-// round's pages were kept. Then the thread's own arena is ticked for 1.6 decay windows and the
-// huge arena's dirty pages are read again: once its peak has aged out, the idle-arena sweep
-// purges what it held.
-void mode_oversize_hold(const char*) {
+// round's pages were kept. Then the thread's own arena is ticked (or, `idle`, nothing runs: a
+// background thread's job) for 1.6 decay windows and the huge arena's dirty pages are read
+// again: once its peak has aged out, the idle-arena sweep (or the background thread) purges
+// what it held.
+void oversize_hold_case(bool idle) {
   mode_noop(nullptr);
   constexpr size_t kSizes[] = {16 << 20, 24 << 20, 12 << 20};
   constexpr double kWindowS = 2.0;
@@ -413,17 +414,19 @@ void mode_oversize_hold(const char*) {
   timespec t0, t;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   do {
-    for (int i = 0; i < 2000; i++) {  // arena-level calls: decay ticks, and the sweep
+    for (int i = 0; i < (idle ? 0 : 2000); i++) {  // arena-level calls: ticks, and the sweep
       void* p = mallocx(64 << 10, MALLOCX_TCACHE_NONE);
       jt::escape(p);
       dallocx(p, MALLOCX_TCACHE_NONE);
     }
-    usleep(2000);
+    usleep(idle ? 100000 : 2000);
     clock_gettime(CLOCK_MONOTONIC, &t);
   } while ((double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < 1.6 * kWindowS);
   jt::refresh_stats();
   emit("huge_pdirty_end", (long long)arena_stat(huge, "pdirty"));
 }
+void mode_oversize_hold(const char*) { oversize_hold_case(false); }
+void mode_oversize_hold_idle(const char*) { oversize_hold_case(true); }
 
 // Two automatic arenas dip one after the other: 16 MiB allocated and freed in arena 0, then
 // 16 MiB in arena 1. Each arena alone would hold its whole dip (its own peak), 32 MiB in all,
@@ -688,6 +691,7 @@ constexpr Mode kModes[] = {
     {"hold", mode_hold},
     {"hold_budget", mode_hold_budget},
     {"oversize_hold", mode_oversize_hold},
+    {"oversize_hold_idle", mode_oversize_hold_idle},
     {"oversize", mode_oversize},
     {"retain", mode_retain},
     {"percpu", mode_percpu},
@@ -1066,6 +1070,11 @@ TEST_COMPAT(oversize_hold_keeps_huge_blocks_for_reuse, "oversize-hold") {
   EXPECT_GE(first, (52 << 20) / 4096 * 9 / 10);  // 52 MiB touched: at least 90% faulted
   EXPECT_CHILD(c, "faults_again", kLt, first / 10);
   EXPECT_CHILD(c, "huge_pdirty_freed", kGe, (40 << 20) / 4096);
+  EXPECT_CHILD(c, "huge_pdirty_end", kEq, 0);
+  // Idle, a background thread purges the hold when the peak has aged out.
+  std::string bg = std::string(conf) + ",background_thread:true";
+  if (!child(&c, "oversize_hold_idle", bg.c_str())) return;
+  EXPECT_CHILD(c, "faults_again", kLt, value(c, "faults_first") / 10);
   EXPECT_CHILD(c, "huge_pdirty_end", kEq, 0);
   std::string off = std::string(conf) + ",oversize_hold:false";
   if (!child(&c, "oversize_hold", off.c_str())) return;
