@@ -25,7 +25,11 @@ Edata* Sec::take(size_t size, size_t alignment) {
   }
   EdataList& l = lists_[npages - 1];
   MutexGuard g(mtx_);
-  for (Edata* e = l.front(); e != nullptr; e = EdataList::next(e)) {
+  // Page-aligned requests take the first extent. A stricter alignment looks at a few only:
+  // the list may hold thousands, and the ecache's aligned search serves such requests anyway.
+  unsigned looked = 0;
+  for (Edata* e = l.front(); e != nullptr && looked < kMaxAlignedScan;
+       e = EdataList::next(e), looked++) {
     if ((reinterpret_cast<uintptr_t>(e->addr) & (alignment - 1)) != 0) continue;
     unlink_locked(l, e);
     return e;

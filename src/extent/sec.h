@@ -38,13 +38,15 @@ class Sec {
  public:
   /// Largest extent cached, in pages (64 KiB with 4 KiB pages).
   static constexpr size_t kMaxPages = 16;
+  /// take() looks at most this many extents of the list for one aligned to more than a page.
+  static constexpr unsigned kMaxAlignedScan = 8;
 
   /// max_bytes 0 turns the cache off (put() refuses everything).
   void init(size_t max_bytes);
   bool enabled() const { return max_bytes_ != 0; }
 
-  /// A cached extent of exactly `size` bytes whose address is a multiple of `alignment`;
-  /// nullptr when there is none.
+  /// A cached extent of exactly `size` bytes whose address is a multiple of `alignment`, among
+  /// the kMaxAlignedScan most recent of that size; nullptr when there is none.
   Edata* take(size_t size, size_t alignment);
   /// Cache `e` (active, offset dropped). False when it is too large or the cache is off: the
   /// caller records it as usual. When the cache overflows, it gives up its least recently
