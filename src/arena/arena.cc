@@ -1,6 +1,8 @@
 // arena.cc: small bins, large allocations, decay driving, reset (see arena.h).
 #include "arena/arena.h"
 
+#include <algorithm>
+
 #include <cstring>
 #include <new>
 
@@ -90,12 +92,26 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
 // ---- small -------------------------------------------------------------------------------
 
 Edata* Arena::slab_alloc(szind_t binind, unsigned shard) {
-  Edata* slab = pac_.alloc(g_bin_geo[binind].slab_size, kPage, /*zero=*/false);
-  if (slab == nullptr) return nullptr;
+  Edata* slab;
+  return slab_alloc_batch(binind, shard, &slab, 1) == 1 ? slab : nullptr;
+}
+
+unsigned Arena::slab_alloc_batch(szind_t binind, unsigned shard, Edata** out, unsigned k) {
+  const unsigned got = k == 1 ? (out[0] = pac_.alloc(g_bin_geo[binind].slab_size, kPage,
+                                                      /*zero=*/false)) != nullptr
+                              : pac_.alloc_batch(g_bin_geo[binind].slab_size, out, k);
+  unsigned n = 0;
+  for (unsigned i = 0; i < got; i++) {
+    if (init_slab(out[i], binind, shard)) out[n++] = out[i];
+  }
+  return n;
+}
+
+bool Arena::init_slab(Edata* slab, szind_t binind, unsigned shard) {
   g_emap.remap(slab, binind, /*slab=*/true);
   if (!g_emap.register_interior(slab)) {
     pac_.dalloc(slab);
-    return nullptr;
+    return false;
   }
   slab::init(slab, binind);
   slab->binshard = static_cast<uint8_t>(shard);
@@ -104,7 +120,7 @@ Edata* Arena::slab_alloc(szind_t binind, unsigned shard) {
   if (JE_UNLIKELY(g_arena_opt.safety_checks && g_arena_opt.junk_free)) {
     std::memset(slab->addr, kJunkFreeByte, g_bin_geo[binind].slab_size);
   }
-  return slab;
+  return true;
 }
 
 void* Arena::malloc_small(szind_t binind, bool zero) {
@@ -150,6 +166,9 @@ unsigned Arena::fill_small(szind_t binind, void** out, unsigned n, uint64_t nreq
   const unsigned shard = t_bin_shards.shard[binind];
   Bin& bin = this->bin(binind, shard);
   unsigned filled = 0;
+  Edata* fresh[kSlabBatch];
+  unsigned nfresh = 0;
+  unsigned used = 0;
   bin.mtx.lock();
   while (filled < n) {
     if (bin.slabcur != nullptr && bin.slabcur->nfree > 0) {
@@ -157,18 +176,27 @@ unsigned Arena::fill_small(szind_t binind, void** out, unsigned n, uint64_t nreq
       continue;
     }
     if (bin.refill_slabcur(manual_)) continue;
-    // No free region anywhere: get a slab with the lock dropped.
-    bin.mtx.unlock();
-    Edata* fresh = slab_alloc(binind, shard);
-    bin.mtx.lock();
-    if (fresh == nullptr) break;
-    if (bin.slabcur != nullptr && bin.slabcur->nfree > 0) {
-      bin.insert_nonfull(fresh);  // someone refilled meanwhile; use theirs first
-      bin.stats.nslabs++;
-      bin.stats.curslabs++;
-    } else {
-      bin.install_fresh(fresh, manual_);
+    // Our new slabs become current one at a time, as each would have been got (nreslabs
+    // counts only slabs taken back from the nonfull heap, as in 5.3.0).
+    if (used < nfresh) {
+      bin.install_fresh(fresh[used++], manual_);
+      continue;
     }
+    // No free region anywhere: get slabs with the lock dropped, as many as the rest of the
+    // fill needs (one per region in one-region classes such as 4 KiB) in one trip.
+    const unsigned nregs = g_bin_geo[binind].nregs;
+    const unsigned want = std::min((n - filled + nregs - 1) / nregs, kSlabBatch);
+    bin.mtx.unlock();
+    nfresh = slab_alloc_batch(binind, shard, fresh, want);
+    used = 0;
+    bin.mtx.lock();
+    if (nfresh == 0) break;
+  }
+  // Slabs left over because someone refilled the bin while the lock was dropped.
+  for (; used < nfresh; used++) {
+    bin.insert_nonfull(fresh[used]);
+    bin.stats.nslabs++;
+    bin.stats.curslabs++;
   }
   bin.stats.nmalloc += filled;
   bin.stats.nrequests += nrequests;
@@ -224,11 +252,17 @@ void Arena::dalloc_small_batch(szind_t binind, void* const* ptrs, Edata* const* 
     }
   }
   bool dirtied = empty_head != nullptr;
+  Edata* batch[kSlabBatch];
+  unsigned nbatch = 0;
   while (empty_head != nullptr) {
     Edata* next = empty_head->ql_link.next;
     empty_head->ql_link = {};
-    pac_.dalloc(empty_head);
+    batch[nbatch++] = empty_head;
     empty_head = next;
+    if (nbatch == kSlabBatch || empty_head == nullptr) {
+      pac_.dalloc_batch(batch, nbatch);
+      nbatch = 0;
+    }
   }
   if (dirtied) dirty_added();
   decay_tick();

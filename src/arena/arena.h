@@ -240,6 +240,15 @@ class Arena {
 
  private:
   Edata* slab_alloc(szind_t binind, unsigned shard);
+  /// Up to `k` new slabs of the class into out[] (fewer only on OOM), their pages taken from
+  /// the page allocator in one batch (Pac::alloc_batch). Returns how many.
+  unsigned slab_alloc_batch(szind_t binind, unsigned shard, Edata** out, unsigned k);
+  /// Make `slab` (active pages from the page allocator) a slab of the class: emap, bitmap,
+  /// shard. False (the pages returned) when the emap cannot take it.
+  bool init_slab(Edata* slab, szind_t binind, unsigned shard);
+  /// The most slabs fill_small gets in one trip with the bin lock dropped, and the most
+  /// emptied slabs dalloc_small_batch returns to the page allocator in one batch.
+  static constexpr unsigned kSlabBatch = 16;
   /// Pages just went to the dirty cache (free, emptied slab, shrink).
   void dirty_added();
   void randomize_offset(Edata* e, size_t alignment);

@@ -324,6 +324,47 @@ bool Pac::shrink(Edata* e, size_t old_size, size_t new_size) {
   return true;
 }
 
+unsigned Pac::alloc_batch(size_t size, Edata** out, unsigned k) {
+  unsigned got = sec_.take_batch(size, out, k);
+  if (got != 0) {
+    note_active_grown((size >> kLgPage) * got);
+    core_.counters.add_alloc(PacSource::kDirty, (size >> kLgPage) * got, got);
+  }
+  while (got < k) {
+    Edata* e = alloc(size, kPage, /*zero=*/false);
+    if (e == nullptr) break;
+    out[got++] = e;
+  }
+  return got;
+}
+
+void Pac::dalloc_batch(Edata* const* es, unsigned n) {
+  size_t npages = 0;
+  bool all_fit = sec_may_cache();
+  for (unsigned i = 0; i < n; i++) {
+    Edata* e = es[i];
+    if (e->slab) g_emap.deregister_interior(e);
+    g_emap.remap(e, sc::kNSizes, /*slab=*/false);
+    npages += e->npages();
+    all_fit = all_fit && sec_.fits(e);
+  }
+  note_active_shrunk(npages);
+  if (!all_fit) {
+    for (unsigned i = 0; i < n; i++) extent::ecache_dalloc(core_, core_.ecache_dirty, es[i]);
+    return;
+  }
+  for (unsigned i = 0; i < n; i++) {
+    es[i]->addr = es[i]->base();  // as the ecache keeps it (see dalloc)
+    es[i]->zeroed = false;
+  }
+  EdataList evicted;
+  sec_.put_batch(es, n, &evicted);
+  while (Edata* x = evicted.front()) {
+    evicted.remove(x);
+    extent::ecache_dalloc(core_, core_.ecache_dirty, x);
+  }
+}
+
 void Pac::dalloc(Edata* e) {
   if (e->slab) {
     g_emap.deregister_interior(e);

@@ -148,6 +148,12 @@ class Pac {
   bool shrink(Edata* e, size_t old_size, size_t new_size);
   /// Return an active extent (recorded dirty).
   void dalloc(Edata* e);
+  /// For slabs: up to `k` extents of `size` bytes (page aligned, not zeroed) into out[], the
+  /// small extent cache's under one lock, the rest one by one as alloc() finds them. Returns
+  /// how many (fewer only on OOM). The caller sets szind/slab via the emap.
+  unsigned alloc_batch(size_t size, Edata** out, unsigned k);
+  /// dalloc() for each of es[0..n) (emptied slabs), the small extent cache under one lock.
+  void dalloc_batch(Edata* const* es, unsigned n);
 
   /// Decay times (dirty or muzzy). Setting restarts the backlog and may purge immediately.
   bool decay_ms_set(ExtentState which, int64_t ms, uint64_t now_ns);

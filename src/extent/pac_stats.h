@@ -92,9 +92,10 @@ class PacCounters {
     v_[first + static_cast<unsigned>(k)].fetch_add(n, std::memory_order_relaxed);
   }
   /// One allocation of `npages` pages served from `src`.
-  void add_alloc(PacSource src, uint64_t npages) {
+  void add_alloc(PacSource src, uint64_t npages, uint64_t count = 1) {
     unsigned s = static_cast<unsigned>(src);
-    v_[pac_counter_index(PacCounter::dirty_allocs) + s].fetch_add(1, std::memory_order_relaxed);
+    v_[pac_counter_index(PacCounter::dirty_allocs) + s].fetch_add(count,
+                                                                  std::memory_order_relaxed);
     v_[pac_counter_index(PacCounter::dirty_alloc_pages) + s].fetch_add(npages,
                                                                        std::memory_order_relaxed);
   }

@@ -37,23 +37,50 @@ Edata* Sec::take(size_t size, size_t alignment) {
   return nullptr;
 }
 
-bool Sec::put(Edata* e, EdataList* evicted) {
-  const size_t npages = e->size / kPage;
-  if (npages > kMaxPages || e->size > max_bytes_) return false;
+unsigned Sec::take_batch(size_t size, Edata** out, unsigned k) {
+  const size_t npages = size / kPage;
+  if (npages == 0 || npages > kMaxPages || npages_.load(std::memory_order_relaxed) == 0) return 0;
+  EdataList& l = lists_[npages - 1];
   MutexGuard g(mtx_);
+  unsigned got = 0;
+  while (got < k) {
+    Edata* e = l.front();
+    if (e == nullptr) break;
+    unlink_locked(l, e);
+    out[got++] = e;
+  }
+  return got;
+}
+
+bool Sec::put(Edata* e, EdataList* evicted) {
+  if (!fits(e)) return false;
+  MutexGuard g(mtx_);
+  link_locked(e);
+  trim_locked(evicted);
+  return true;
+}
+
+void Sec::put_batch(Edata* const* es, unsigned n, EdataList* evicted) {
+  MutexGuard g(mtx_);
+  for (unsigned i = 0; i < n; i++) link_locked(es[i]);
+  trim_locked(evicted);
+}
+
+void Sec::link_locked(Edata* e) {
   set_cached(e, true);
-  lists_[npages - 1].push_front(e);
+  lists_[e->size / kPage - 1].push_front(e);
   bytes_ += e->size;
   npages_.store(bytes_ / kPage, std::memory_order_relaxed);
-  if (bytes_ > max_bytes_) {
-    // Over capacity: give up whole lists, round robin, down to half the capacity, so that an
-    // overflowing burst pays one flush per half capacity rather than one per free.
-    for (size_t n = 0; n < kMaxPages && bytes_ > max_bytes_ / 2; n++) {
-      drain_list_locked(next_evict_, evicted);
-      next_evict_ = (next_evict_ + 1) % kMaxPages;
-    }
+}
+
+void Sec::trim_locked(EdataList* evicted) {
+  if (bytes_ <= max_bytes_) return;
+  // Over capacity: give up whole lists, round robin, down to half the capacity, so that an
+  // overflowing burst pays one flush per half capacity rather than one per free.
+  for (size_t n = 0; n < kMaxPages && bytes_ > max_bytes_ / 2; n++) {
+    drain_list_locked(next_evict_, evicted);
+    next_evict_ = (next_evict_ + 1) % kMaxPages;
   }
-  return true;
 }
 
 bool Sec::remove(Edata* e, unsigned arena_ind) {

@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "extent/edata.h"
+#include "support/config.h"
 #include "support/mutex.h"
 
 namespace je {
@@ -48,10 +49,20 @@ class Sec {
   /// A cached extent of exactly `size` bytes whose address is a multiple of `alignment`, among
   /// the kMaxAlignedScan most recent of that size; nullptr when there is none.
   Edata* take(size_t size, size_t alignment);
+  /// Up to `k` cached extents of exactly `size` bytes (page aligned), most recent first, into
+  /// out[]; one lock for all. Returns how many.
+  unsigned take_batch(size_t size, Edata** out, unsigned k);
   /// Cache `e` (active, offset dropped). False when it is too large or the cache is off: the
   /// caller records it as usual. When the cache overflows, it gives up its least recently
   /// filled lists down to half its capacity into *evicted, for the caller to record.
   bool put(Edata* e, EdataList* evicted);
+  /// put() for each of es[0..n), under one lock; every extent must be one put() would take
+  /// (fits(), checked by the caller). Overflow is handled once, at the end.
+  void put_batch(Edata* const* es, unsigned n, EdataList* evicted);
+  /// Whether put() would take `e`: the cache is on and `e` is small enough.
+  bool fits(const Edata* e) const {
+    return e->size <= kMaxPages * config::kPage && e->size <= max_bytes_;
+  }
   /// Remove `e` -- any extent, of any arena -- if it sits in this cache, which belongs to arena
   /// `arena_ind` (in-place growth wants a cached neighbour). True if it did.
   bool remove(Edata* e, unsigned arena_ind);
@@ -73,6 +84,8 @@ class Sec {
 
  private:
   void unlink_locked(EdataList& l, Edata* e);
+  void link_locked(Edata* e);
+  void trim_locked(EdataList* evicted);
   void drain_list_locked(size_t i, EdataList* out);
 
   Mutex mtx_{LockRank::kLeaf, "extent_cache"};

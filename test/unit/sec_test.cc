@@ -41,6 +41,33 @@ TEST(Sec, SameSizeComesBackLastFreedFirst) {
   EXPECT_EQ(pac->nactive(), 2u);
 }
 
+// The batch entry points (slabs): dalloc_batch caches all of a batch under one lock, with the
+// same accounting as one dalloc() each; alloc_batch takes the cached ones first, most recent
+// first, and the rest from the ecache, counting each allocation once; past the capacity the
+// overflow goes to the dirty ecache and nothing is lost.
+TEST(Sec, BatchesCountAsSingleCalls) {
+  Pac* pac = make_cached_pac(32 * kKiB);
+  Edata* p[12];
+  for (Edata*& e : p) e = pac->alloc(4 * kKiB, kPg, false);
+  void* last = p[7]->base();
+  pac->dalloc_batch(p, 8);
+  EXPECT_EQ(pac->ndirty(), 8u);
+  EXPECT_EQ(pac->nactive(), 4u);
+  EXPECT_TRUE(ecache_sizes(core(pac).ecache_dirty).empty());
+  const uint64_t allocs = pac->counter(PacCounter::dirty_allocs);
+  Edata* q[10];
+  ASSERT_EQ(pac->alloc_batch(4 * kKiB, q, 10), 10u);  // 8 cached, 2 more grown or recycled
+  EXPECT_EQ(q[0]->base(), last);
+  for (Edata* e : q) EXPECT_FALSE(e->cached);
+  EXPECT_GE(pac->counter(PacCounter::dirty_allocs), allocs + 8);
+  EXPECT_EQ(pac->nactive(), 14u);
+  EXPECT_EQ(pac->ndirty(), 0u);
+  pac->dalloc_batch(q, 10);  // 40 KiB into a 32 KiB cache: half of it goes on
+  pac->dalloc_batch(p + 8, 4);
+  EXPECT_EQ(pac->ndirty(), 14u);
+  EXPECT_LE(pac->ndirty() - core(pac).ecache_dirty.npages(), 8u);
+}
+
 // The reuse promise: a freed 16 KiB extent and its freed one-page neighbour serve a 20 KiB
 // request (after the flush: the large extent coalesces eagerly with the page, as any free of a
 // large extent does) before any retained or fresh page is taken.
