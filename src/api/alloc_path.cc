@@ -258,8 +258,13 @@ JE_NOINLINE_COLD void gdump_slow() {
   if (extent::gdump_take_pending()) prof_gdump();
 }
 
+// The pending mark is tested inline (a thread-local byte): under opt.prof every allocation
+// slow path passes here, and the call alone cost more than the test. Without opt.prof the
+// flag test comes first, so those slow paths count what they did.
 JE_ALWAYS_INLINE void gdump_at_safe_point() {
-  if (config::kProf && JE_UNLIKELY(prof_enabled())) gdump_slow();
+  if (config::kProf && JE_UNLIKELY(prof_enabled()) && JE_UNLIKELY(extent::gdump_pending())) {
+    gdump_slow();
+  }
 }
 
 // The sampled block when this allocation crosses the thread's threshold, else nullptr. Inlined
@@ -268,8 +273,9 @@ JE_ALWAYS_INLINE void gdump_at_safe_point() {
 // dropped again. The slow paths pay only the flag test when opt.prof is false.
 JE_ALWAYS_INLINE void* maybe_sample(Tsd& tsd, const Request& r, Arena* arena) {
   if (!config::kProf || JE_LIKELY(!prof_enabled())) return nullptr;
-  // Below the threshold (the common case on the slow paths): no call.
-  if (JE_LIKELY(tsd.prof_armed && tsd.allocated + r.usize < tsd.prof_next_sample &&
+  // Below the threshold (the common case on the slow paths): no call. An unarmed thread's
+  // epoch is kTsdProfUnarmed, which never matches (tsd_fetch), so prof_armed needs no test here.
+  if (JE_LIKELY(tsd.allocated + r.usize < tsd.prof_next_sample &&
                 tsd.prof_epoch == prof_reset_epoch())) {
     return nullptr;
   }
