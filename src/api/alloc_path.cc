@@ -164,10 +164,14 @@ void* ialloc(Tsd& tsd, size_t usize, size_t alignment, bool zero, Tcache* tc, Ar
 }
 
 // ---- heap profiling ----------------------------------------------------------------------
-// A sampled allocation is a large extent of its own, never cached, carrying its record in
-// Edata::prof_rec. A sampled small allocation is promoted: the smallest large class, page
-// aligned, with its small class written into the map (so usable_size, sallocx and sized frees
-// see the small class); the free restores the large class before the extent goes back.
+// A sampled allocation is a large extent of its own, carrying its record in Edata::prof_rec. A
+// sampled small allocation is promoted: the smallest large class, with its small class written
+// into the map (so usable_size, sallocx and sized frees see the small class) and page aligned
+// (which the sized-free fast path relies on: init.cc); the free restores the large class before
+// the extent goes back. As 5.3.0's sampled blocks do, the extent returns to the thread cache's
+// bin of its large class, and a later sample with an automatic arena and at most cacheline
+// alignment takes it from there when it fits (each trip to the arena cost a sample about 1,400
+// instructions, a seventh of a backtrace); otherwise it is a fresh, page-aligned extent.
 
 // Whether the extent of map entry `ent` is a sampled block (the slab test first: slabs never
 // are, and it needs no load).
@@ -175,12 +179,36 @@ JE_ALWAYS_INLINE bool is_sampled(const EmapEntry& ent) {
   return config::kProf && !ent.slab && JE_UNLIKELY(ent.edata->prof_rec != nullptr);
 }
 
-JE_NOINLINE_COLD void dalloc_sampled(Edata* e) {
+// A sampled block's extent, its record already detached and its large class back in the map,
+// at `ptr`: into cache `tc`'s bin for it when there is room, else back to its arena.
+void release_sampled_extent(Tcache* tc, Edata* e, void* ptr) {
+  const szind_t ind = e->szind;
+  if (tc != nullptr && ind < g_tcache_geo.nhbins && tc->bin(ind).push_fast(ptr)) return;
+  arena_of(e)->dalloc_large(e);
+}
+
+JE_NOINLINE_COLD void dalloc_sampled(Tcache* tc, Edata* e, void* ptr) {
   auto* t = static_cast<ProfTctx*>(e->prof_rec);
   e->prof_rec = nullptr;
   prof_tctx_free(t);
   if (e->szind < sc::kNBins) g_emap.remap(e, sz::size2index(sc::kLargeMinClass), false);
-  arena_of(e)->dalloc_large(e);
+  release_sampled_extent(tc, e, ptr);
+}
+
+// The extent at the top of cache `tc`'s bin for large class `ind`, taken for a sampled block,
+// or nullptr: the bin is empty, or that block does not fit. A promoted block must be page
+// aligned (the sized-free fast path tells it from a small region by that: init.cc), and a
+// cached large block has a random cacheline offset unless it was itself sampled before; and a
+// block of a manual arena must never be promoted (see alloc_sampled).
+void* sampled_from_cache(Tcache* tc, szind_t ind, bool promote) {
+  CacheBin& bin = tc->bin(ind);
+  if (bin.ncached() == 0) return nullptr;
+  void* p = *bin.head;  // what the pop below returns
+  if (promote && (addr_of(p) & (config::kPage - 1)) != 0) return nullptr;
+  if (JE_UNLIKELY(arena_of(g_emap.lookup_entry(p).edata)->manual())) return nullptr;
+  if (bin.pop_fast() == nullptr) bin.pop_slow();
+  if constexpr (config::kStats) bin.nrequests++;
+  return p;
 }
 
 // Draws the distance to the thread's next sample, counted from `from` bytes of allocation: the
@@ -198,28 +226,38 @@ void prof_arm(Tsd& tsd, uint64_t from) {
 // The allocation that crosses the thread's threshold, with the backtrace the entry point
 // captured; nullptr when it is not sampled after all (no memory for the record / the extent),
 // in which case the caller allocates normally.
-JE_NOINLINE_COLD void* alloc_sampled(Tsd& tsd, const Request& r, Arena* arena, ProfBt* bt) {
+JE_NOINLINE_COLD void* alloc_sampled(Tsd& tsd, const Request& r, Arena* arena, Tcache* tc,
+                                     ProfBt* bt) {
   const size_t usize = r.usize;
   const bool promote = usize <= sc::kSmallMaxClass;
   const size_t lusize = promote ? sc::kLargeMinClass : usize;
-  const size_t align = r.flags.alignment > config::kPage ? r.flags.alignment : config::kPage;
-  if (sz::sa2u(lusize, align) != lusize) return nullptr;
-  Arena* a = arena;
-  if (a == nullptr) a = large_huge_arena_for(tsd.arena, large_huge_key(usize, align, r.size));
-  if (a == nullptr) a = tsd_arena(tsd);
-  // A promoted block's map entry names a small class, which a manual arena's reset (walking
-  // its large extents) must never meet: promote into automatic arena 0 instead.
-  if (a != nullptr && promote && a->manual()) a = arena_get(0, false);
-  if (a == nullptr) return nullptr;
   const bool zero = alloc_zeroed(r.flags.zero);
-  void* p = a->malloc_large(lusize, align, zero, /*may_borrow=*/arena == nullptr);
-  if (p == nullptr) return nullptr;
+  const szind_t lind = sz::size2index(lusize);
+  void* p = nullptr;
+  if (tc != nullptr && arena == nullptr && lind < g_tcache_geo.nhbins &&
+      r.flags.alignment <= kCacheline) {
+    p = sampled_from_cache(tc, lind, promote);
+    if (p != nullptr && zero) std::memset(p, 0, usize);
+  }
+  if (p == nullptr) {
+    const size_t align = r.flags.alignment > config::kPage ? r.flags.alignment : config::kPage;
+    if (sz::sa2u(lusize, align) != lusize) return nullptr;
+    Arena* a = arena;
+    if (a == nullptr) a = large_huge_arena_for(tsd.arena, large_huge_key(usize, align, r.size));
+    if (a == nullptr) a = tsd_arena(tsd);
+    // A promoted block's map entry names a small class, which a manual arena's reset (walking
+    // its large extents) must never meet: promote into automatic arena 0 instead.
+    if (a != nullptr && promote && a->manual()) a = arena_get(0, false);
+    if (a == nullptr) return nullptr;
+    p = a->malloc_large(lusize, align, zero, /*may_borrow=*/arena == nullptr);
+    if (p == nullptr) return nullptr;
+  }
   Edata* e = g_emap.lookup_entry(p).edata;
   ProfTctx* t = prof_tctx_sample_bt(r.size, usize, bt);
   if (t == nullptr) {
     // Not sampled after all: an ordinary large block (promotion undone by the caller's
     // normal path).
-    arena_of(e)->dalloc_large(e);
+    release_sampled_extent(tc, e, p);
     return nullptr;
   }
   if (promote) g_emap.remap(e, sz::size2index(usize), false);
@@ -244,8 +282,9 @@ JE_NOINLINE_COLD bool sample_due_slow(Tsd& tsd, const Request& r) {
 }
 
 // The sampled allocation, then the distance to the next sample.
-JE_NOINLINE_COLD void* sample_captured(Tsd& tsd, const Request& r, Arena* arena, ProfBt* bt) {
-  void* p = alloc_sampled(tsd, r, arena, bt);
+JE_NOINLINE_COLD void* sample_captured(Tsd& tsd, const Request& r, Arena* arena, Tcache* tc,
+                                       ProfBt* bt) {
+  void* p = alloc_sampled(tsd, r, arena, tc, bt);
   prof_arm(tsd, tsd.allocated + r.usize);
   return p;
 }
@@ -258,32 +297,38 @@ JE_NOINLINE_COLD void gdump_slow() {
   if (extent::gdump_take_pending()) prof_gdump();
 }
 
+// The pending mark is tested inline (a thread-local byte): under opt.prof every allocation
+// slow path passes here, and the call alone cost more than the test. Without opt.prof the
+// flag test comes first, so those slow paths count what they did.
 JE_ALWAYS_INLINE void gdump_at_safe_point() {
-  if (config::kProf && JE_UNLIKELY(prof_enabled())) gdump_slow();
+  if (config::kProf && JE_UNLIKELY(prof_enabled()) && JE_UNLIKELY(extent::gdump_pending())) {
+    gdump_slow();
+  }
 }
 
 // The sampled block when this allocation crosses the thread's threshold, else nullptr. Inlined
 // into allocate/reallocate so that the unwinder starts there: each frame it walks costs about
 // as much as the rest of a sample, and the frames below (the sampling helpers) would only be
 // dropped again. The slow paths pay only the flag test when opt.prof is false.
-JE_ALWAYS_INLINE void* maybe_sample(Tsd& tsd, const Request& r, Arena* arena) {
+JE_ALWAYS_INLINE void* maybe_sample(Tsd& tsd, const Request& r, Arena* arena, Tcache* tc) {
   if (!config::kProf || JE_LIKELY(!prof_enabled())) return nullptr;
-  // Below the threshold (the common case on the slow paths): no call.
-  if (JE_LIKELY(tsd.prof_armed && tsd.allocated + r.usize < tsd.prof_next_sample &&
+  // Below the threshold (the common case on the slow paths): no call. An unarmed thread's
+  // epoch is kTsdProfUnarmed, which never matches (tsd_fetch), so prof_armed needs no test here.
+  if (JE_LIKELY(tsd.allocated + r.usize < tsd.prof_next_sample &&
                 tsd.prof_epoch == prof_reset_epoch())) {
     return nullptr;
   }
   if (JE_LIKELY(!sample_due_slow(tsd, r))) return nullptr;
   ProfBt bt;
   prof_backtrace_inline(&bt);
-  return sample_captured(tsd, r, arena, &bt);
+  return sample_captured(tsd, r, arena, tc, &bt);
 }
 
 void idalloc(Tcache* tc, void* ptr, const EmapEntry& ent) {
   szind_t ind = ent.szind;
   junk_on_free(ptr, sz::index2size(ind));
   if (is_sampled(ent)) {
-    dalloc_sampled(ent.edata);
+    dalloc_sampled(tc, ent.edata, ptr);
     return;
   }
   if (tc != nullptr && ind < g_tcache_geo.nhbins) {
@@ -345,7 +390,7 @@ JE_ALWAYS_INLINE void* allocate_inline(const Request& r) {
   if (JE_UNLIKELY(bad)) return nullptr;
   Tcache* tc = pick_tcache(tsd, r.flags.tcache);
   if (JE_UNLIKELY(r.flags.tcache >= 2 && tc == nullptr)) return nullptr;
-  void* p = maybe_sample(tsd, r, arena);
+  void* p = maybe_sample(tsd, r, arena, tc);
   if (JE_LIKELY(p == nullptr)) {
     p = ialloc(tsd, r.usize, r.flags.alignment, r.flags.zero, tc, arena,
                large_huge_key(r.usize, r.flags.alignment, r.size));
@@ -460,7 +505,7 @@ void* reallocate(void* ptr, const Request& r) {
   if (JE_UNLIKELY(bad)) return nullptr;
   Tcache* tc = pick_tcache(tsd, r.flags.tcache);
   const size_t huge_key = large_huge_key(usize, alignment, /*request=*/0);
-  void* p = maybe_sample(tsd, r, arena);
+  void* p = maybe_sample(tsd, r, arena, tc);
   if (p != nullptr) {
     // sampled: a block of its own
   } else if (large_ralloc_bypasses_cache(oldsize, usize)) {

@@ -16,6 +16,8 @@
 
 namespace je::extent {
 
+constinit thread_local bool gdump_detail::t_pending JE_TLS_IE = false;
+
 namespace {
 
 constexpr size_t kPage = config::kPage;
@@ -25,7 +27,6 @@ constinit bool g_gdump_track = false;  // opt.prof: set once at boot
 constinit std::atomic<bool> g_gdump_on{false};
 constinit std::atomic<size_t> g_gdump_cur{0};
 constinit std::atomic<size_t> g_gdump_high{0};
-constinit thread_local bool t_gdump_pending JE_TLS_IE = false;
 
 void gdump_add(const Edata* e) {
   const size_t n = e->size >> config::kLgPage;
@@ -34,7 +35,7 @@ void gdump_add(const Edata* e) {
   // A racing thread may have raised the mark further; whoever moves it marks itself.
   while (cur > high) {
     if (g_gdump_high.compare_exchange_weak(high, cur, std::memory_order_relaxed)) {
-      if (g_gdump_on.load(std::memory_order_relaxed)) t_gdump_pending = true;
+      if (g_gdump_on.load(std::memory_order_relaxed)) gdump_detail::t_pending = true;
       return;
     }
   }
@@ -503,8 +504,8 @@ void gdump_boot(bool on) {
 void gdump_switch(bool on) { g_gdump_on.store(on, std::memory_order_relaxed); }
 
 bool gdump_take_pending() {
-  if (JE_LIKELY(!t_gdump_pending)) return false;
-  t_gdump_pending = false;
+  if (JE_LIKELY(!gdump_detail::t_pending)) return false;
+  gdump_detail::t_pending = false;
   return true;
 }
 

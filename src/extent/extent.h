@@ -27,6 +27,7 @@
 #include <cstdint>
 
 #include "extent/edata.h"
+#include "support/compiler.h"
 
 namespace je {
 
@@ -94,8 +95,18 @@ void gdump_switch(bool on);
 /// Whether this thread raised the high-water mark while prof.gdump was on since the last call;
 /// clears the mark.
 bool gdump_take_pending();
+/// The same test without clearing, inline: every allocation slow path under opt.prof asks it,
+/// and an out-of-line call there cost about as much as the rest of the test.
+inline bool gdump_pending();
 /// The pages counted now and the high-water mark (tests).
 void gdump_pages(size_t* cur, size_t* high);
+
+namespace gdump_detail {
+// Set by the thread whose extent growth raised the mark (extent.cc); never set without opt.prof.
+extern constinit thread_local bool t_pending JE_TLS_IE;
+}  // namespace gdump_detail
+
+inline bool gdump_pending() { return gdump_detail::t_pending; }
 
 }  // namespace extent
 }  // namespace je

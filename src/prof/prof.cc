@@ -443,6 +443,7 @@ ProfTdata* prof_tdata_get() {
   td->active = prof_thread_active_init_get();
   td->log_epoch = 0;
   td->log_index = 0;
+  td->spare_rec = nullptr;
   td->exited.store(false, std::memory_order_relaxed);
   {
     MutexGuard g(g_prof_mtx);
@@ -453,6 +454,8 @@ ProfTdata* prof_tdata_get() {
   t_tdata = td;
   return td;
 }
+
+ProfTdata* prof_tdata_peek() { return prof_enabled() ? t_tdata : nullptr; }
 
 bool prof_thread_active_get() {
   ProfTdata* td = prof_tdata_get();
@@ -517,7 +520,15 @@ void prof_thread_name_refresh() {
 }
 
 void prof_thread_exit() {
-  if (t_tdata != nullptr) t_tdata->exited.store(true, std::memory_order_release);
+  ProfTdata* td = t_tdata;
+  if (td == nullptr) return;
+  td->exited.store(true, std::memory_order_release);
+  // Its spare record back to the shared list (an exited thread keeps none: see
+  // prof_tctx_free).
+  if (ProfTctx* t = td->spare_rec) {
+    td->spare_rec = nullptr;
+    prof_tctx_recycle(t);
+  }
 }
 
 void prof_prefork() {

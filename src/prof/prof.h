@@ -33,6 +33,8 @@
 
 namespace je {
 
+struct ProfTctx;  // prof_tctx.h
+
 /// The profiling options (opt.prof*), as the option table holds them.
 struct ProfOptions {
   bool prof = false;
@@ -150,11 +152,17 @@ struct ProfTdata {
   // under its mutex): valid while log_epoch equals the session's number.
   uint64_t log_epoch;
   size_t log_index;
+  // A sampled-allocation record this thread freed, kept for its next sample (prof_tctx.cc):
+  // the round trip through the shared free list and its mutex cost each sample two lock
+  // acquisitions. Touched only by this thread; handed back to the shared list at its exit.
+  ProfTctx* spare_rec;
 };
 
 /// The calling thread's data, created on first use; nullptr when profiling is off or memory
 /// is short.
 ProfTdata* prof_tdata_get();
+/// The calling thread's data if it has any yet (never creates it).
+ProfTdata* prof_tdata_peek();
 /// thread.prof.active of the calling thread (false when profiling is off).
 bool prof_thread_active_get();
 /// Sets it; false when the thread's data cannot be created.

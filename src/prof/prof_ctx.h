@@ -59,6 +59,9 @@ ProfCtx* prof_ctx_get(const ProfBt& bt);
 /// Charges one sampled allocation of (objs, bytes) to `ctx` and thread `thr_uid` (cur and
 /// accum). False on OOM for a new per-thread counter (nothing is charged then).
 bool prof_ctx_charge(ProfCtx* ctx, uint64_t thr_uid, uint64_t objs, uint64_t bytes);
+/// Both under one lock (a sampled allocation's path): the context of `bt`, charged; nullptr on
+/// OOM (then nothing is charged).
+ProfCtx* prof_ctx_get_charged(const ProfBt& bt, uint64_t thr_uid, uint64_t objs, uint64_t bytes);
 /// Credits a freed sampled allocation back (cur only).
 void prof_ctx_credit(ProfCtx* ctx, uint64_t thr_uid, uint64_t objs, uint64_t bytes);
 /// prof.reset: every counter to zero (contexts stay).

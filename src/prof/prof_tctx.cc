@@ -46,7 +46,11 @@ int find_text(dl_phdr_info* info, size_t, void* arg) {
   return 0;
 }
 
-ProfTctx* tctx_new() {
+ProfTctx* tctx_new(ProfTdata* td) {
+  if (ProfTctx* t = td->spare_rec) {  // this thread's own: no lock
+    td->spare_rec = nullptr;
+    return t;
+  }
   {
     MutexGuard g(g_free_mtx);
     if (ProfTctx* t = g_free) {
@@ -88,17 +92,21 @@ bool prof_tctx_wanted() {
 
 namespace {
 
-// `bt` as a context, the library's own frames at its innermost end dropped (nullptr on OOM).
-// The table may allocate (base memory): that call is reentrant and takes the plain paths,
-// never sampled.
-ProfCtx* ctx_of(ProfBt& bt) {
-  ReentrancyGuard guard;
+// Drops the library's own frames at the innermost end of `bt`.
+void trim_own_frames(ProfBt& bt) {
   unsigned drop = 0;
   while (drop < bt.len && bt.vec[drop] >= g_text_lo && bt.vec[drop] < g_text_hi) drop++;
   if (drop > 0 && drop < bt.len) {
     for (unsigned i = drop; i < bt.len; i++) bt.vec[i - drop] = bt.vec[i];
     bt.len -= drop;
   }
+}
+
+// `bt` as a context, its own frames dropped (nullptr on OOM). The table may allocate (base
+// memory): that call is reentrant and takes the plain paths, never sampled.
+ProfCtx* ctx_of(ProfBt& bt) {
+  ReentrancyGuard guard;
+  trim_own_frames(bt);
   return prof_ctx_get(bt);
 }
 
@@ -123,17 +131,18 @@ ProfTctx* prof_tctx_sample_bt(size_t size, size_t usize, ProfBt* bt) {
   if (!prof_active_get()) return nullptr;
   ProfTdata* td = prof_tdata_get();
   if (td == nullptr || !td->active) return nullptr;
-  ReentrancyGuard guard;
+  ReentrancyGuard guard;  // the context table may allocate (base memory): never sampled
   prof_thread_name_refresh();  // prof_sys_thread_name: 5.3.0 reads it at every sample
-  ProfCtx* ctx = ctx_of(*bt);
-  if (ctx == nullptr) return nullptr;
-  ProfTctx* t = tctx_new();
+  ProfTctx* t = tctx_new(td);
   if (t == nullptr) return nullptr;
   t->ctx = nullptr;  // a recycled record must not look charged or linked if charging fails
   t->recent.store(nullptr, std::memory_order_relaxed);
   uint64_t objs, bytes;
   prof_tctx_charge_of(usize, prof_lg_sample(), prof_options().unbias, &objs, &bytes);
-  if (!prof_ctx_charge(ctx, td->thr_uid, objs, bytes)) {
+  trim_own_frames(*bt);
+  // Looked up and charged under one lock acquisition (one sample, one trip to the table).
+  ProfCtx* ctx = prof_ctx_get_charged(*bt, td->thr_uid, objs, bytes);
+  if (ctx == nullptr) {
     prof_tctx_free(t);
     return nullptr;
   }
@@ -182,6 +191,18 @@ void prof_tctx_free(ProfTctx* t) {
     prof_stats_freed(t->szind, t->req);
   }
   t->ctx = nullptr;
+  // The freeing thread keeps one record for its next sample (most samples are freed by the
+  // thread that made them, which samples again), unless it has exited: its data is never
+  // looked at again, and the record would be lost.
+  ProfTdata* td = prof_tdata_peek();
+  if (td != nullptr && td->spare_rec == nullptr && !td->exited.load(std::memory_order_relaxed)) {
+    td->spare_rec = t;
+    return;
+  }
+  prof_tctx_recycle(t);
+}
+
+void prof_tctx_recycle(ProfTctx* t) {
   MutexGuard g(g_free_mtx);
   t->next_free = g_free;
   g_free = t;

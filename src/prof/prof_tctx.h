@@ -11,9 +11,12 @@
 // turns the totals back into what jeprof's correction expects); without it, one object of s
 // bytes, which jeprof unsamples itself.
 // Layer: prof. Callers: src/api/alloc_path.cc (sampled allocation and free), prof.cc.
-// Memory: records come from base memory and are recycled through a free list (never freed).
-// Concurrency: the free list has its own mutex (LockRank::kProf, never held with another
-// lock); the context table locks itself. No allocator lock may be held by the caller.
+// Memory: records come from base memory and are recycled (never freed): the freeing thread keeps
+// one for its own next sample (ProfTdata::spare_rec), the rest go to a shared free list.
+// Concurrency: the shared free list has its own mutex (LockRank::kProf, never held with
+// another lock); a thread's spare record is touched by that thread only; the context table
+// locks itself (one acquisition per sample: lookup and charge together). No allocator lock
+// may be held by the caller.
 // Frees capture a backtrace only when the block has a recent record or the log is on.
 // jemalloc mapping: prof_tctx_t, prof_alloc_prep / prof_malloc_sample_object /
 // prof_free_sampled_object (prof.c), prof_unbiased_sz / prof_shifted_unbiased_cnt.
@@ -66,6 +69,8 @@ bool prof_tctx_wanted();
 /// The sampled block is freed: tell its recent-allocation record and the allocation log (both
 /// get the freeing thread's backtrace), credit its context back and recycle the record.
 void prof_tctx_free(ProfTctx* t);
+/// Puts an unused record (no context charged) on the shared free list.
+void prof_tctx_recycle(ProfTctx* t);
 /// Once, at boot with opt.prof (outside allocator locks): finds this library's code, whose
 /// frames every captured backtrace drops.
 void prof_tctx_boot();

@@ -130,6 +130,7 @@ Tsd& tsd_fetch() {
   tsd.state = TsdState::kNominalSlow;
   tsd.tcache_enabled = g_thread_opt.tcache;
   tsd.prof_next_sample = UINT64_MAX;
+  tsd.prof_epoch = kTsdProfUnarmed;
   schedule_events(tsd);
   tsd.arena = g_arena_opt.percpu != PercpuArena::kDisabled ? nullptr : arena_choose_auto();
   if (tsd.arena == nullptr && (tsd.arena = arena_percpu()) != nullptr) arena_bind(tsd.arena);

@@ -47,12 +47,18 @@ struct Tsd {
   uint64_t prof_next_sample;  // heap profiling: the allocation crossing it is sampled
   uint64_t prof_prng;         // ... and the state that draws the distance to the next one
   uint64_t prof_counted;      // allocated when the last threshold was drawn (lg_prof_interval)
-  uint64_t prof_epoch;        // prof.reset epoch the threshold was drawn in (redrawn when stale)
+  uint64_t prof_epoch;  // prof.reset epoch the threshold was drawn in (redrawn when stale);
+                        // kTsdProfUnarmed until the first draw
   Arena* arena;
   TsdState state;
   bool tcache_enabled;
   bool prof_armed;  // prof_next_sample drawn (the api layer arms it on the thread's first call)
 };
+
+/// Tsd::prof_epoch before the thread's first sample distance is drawn: no prof.reset epoch
+/// (a counter from 0) ever equals it, so the allocation slow path's one epoch comparison also
+/// catches a thread that is not armed yet.
+inline constexpr uint64_t kTsdProfUnarmed = UINT64_MAX;
 
 extern constinit thread_local Tsd t_tsd JE_TLS_IE;
 
