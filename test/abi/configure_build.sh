@@ -62,9 +62,11 @@ else
 fi
 b=$abi_tmp/build
 mkdir -p "$b" && cd "$b" || exit 99
+# A one-shot build: without dependency tracking config.status writes no .deps files and the
+# compiles write no dependency lists.
 run_logged configure "$abi_tmp/src/configure" --prefix=/opt/pfx --disable-static \
-  --with-jemalloc-prefix=je_ --with-install-suffix=_x --disable-cxx --with-lg-page=16 \
-  --with-version=$version --with-private-namespace=pn_ --disable-prof
+  --disable-dependency-tracking --with-jemalloc-prefix=je_ --with-install-suffix=_x \
+  --disable-cxx --with-lg-page=16 --with-version=$version --with-private-namespace=pn_ --disable-prof
 echo "configured: $(sed -n 's/^ *\$ .*configure /configure /p' config.log | head -n 1)"
 run_logged build $MAKE -j"$jobs" libjemalloc.la
 lib=$b/.libs/libjemalloc.so.2

@@ -41,7 +41,14 @@ ls "$top_srcdir"/src/*/*.cc | grep -v '/src/api/new_delete\.cc$' |
       $CLANGXX $flags -c "$src" -o "$obj"
     fi' "$san"
 
-# One object; then the public names (src/api/exports.sym) get the fz_ prefix.
+# One object; then the public names (src/api/exports.sym) get the fz_ prefix. Skipped when OUT.o
+# is newer than every object and the name list: the asan and fuzz legs both call this, and a
+# fresh OUT.o would make build.sh relink both fuzz targets for nothing.
+if [ -f "$out" ] && [ ! "$top_srcdir/src/api/exports.sym" -nt "$out" ] &&
+    [ -z "$(find "$objdir" -name '*.o' -newer "$out")" ]; then
+  echo "  up to date: $out"
+  exit 0
+fi
 ld -r -o "$out.tmp" "$objdir"/*.o
 sed 's/.*/& fz_&/' "$top_srcdir/src/api/exports.sym" >"$objdir/rename.map"
 objcopy --redefine-syms="$objdir/rename.map" "$out.tmp" "$out"

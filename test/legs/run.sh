@@ -40,14 +40,23 @@ build_prog() {
     -I"$top_srcdir/test/stress" "$3" "$2" -o "$4" -ldl -pthread
 }
 
-# run_progs SAN LIBOBJ PROG...: build and run each stress program; report failures.
+# run_progs SAN LIBOBJ PROG...: build each stress program, then run them one by one; report
+# failures. The builds (one single-threaded compile and link each) go side by side; the runs
+# stay sequential, so that each program has the machine to itself as before.
 run_progs() {
   san=$1 lib=$2
   shift 2
   ok=yes
   for p in "$@"; do
     exe=$obj/${p}_$(echo "$san" | tr ',' '_')
-    if ! build_prog "$san" "$lib" "$top_srcdir/test/stress/$p.cc" "$exe" >"$exe.build.log" 2>&1; then
+    rm -f "$exe.build.failed"
+    { build_prog "$san" "$lib" "$top_srcdir/test/stress/$p.cc" "$exe" >"$exe.build.log" 2>&1 ||
+        : >"$exe.build.failed"; } &
+  done
+  wait
+  for p in "$@"; do
+    exe=$obj/${p}_$(echo "$san" | tr ',' '_')
+    if [ -f "$exe.build.failed" ]; then
       echo "  FAIL: $p [$san] does not build"; head -n 20 "$exe.build.log"; ok=no; continue
     fi
     if timeout -k 5 300 "$exe" >"$exe.log" 2>&1; then
