@@ -354,7 +354,7 @@ void Pac::dalloc_batch(Edata* const* es, unsigned n) {
     return;
   }
   for (unsigned i = 0; i < n; i++) {
-    es[i]->addr = es[i]->base();  // as the ecache keeps it (see dalloc)
+    es[i]->addr = es[i]->base();  // as the ecache keeps it: no cache-oblivious offset, not zeroed
     es[i]->zeroed = false;
   }
   EdataList evicted;
@@ -365,26 +365,7 @@ void Pac::dalloc_batch(Edata* const* es, unsigned n) {
   }
 }
 
-void Pac::dalloc(Edata* e) {
-  if (e->slab) {
-    g_emap.deregister_interior(e);
-  }
-  g_emap.remap(e, sc::kNSizes, /*slab=*/false);
-  note_active_shrunk(e->npages());
-  if (e->npages() <= Sec::kMaxPages && sec_may_cache()) {
-    e->addr = e->base();  // as the ecache keeps it: no cache-oblivious offset, not zeroed
-    e->zeroed = false;
-    EdataList evicted;
-    if (sec_.put(e, &evicted)) {
-      while (Edata* x = evicted.front()) {
-        evicted.remove(x);
-        extent::ecache_dalloc(core_, core_.ecache_dirty, x);
-      }
-      return;
-    }
-  }
-  extent::ecache_dalloc(core_, core_.ecache_dirty, e);
-}
+void Pac::dalloc(Edata* e) { dalloc_batch(&e, 1); }
 
 int64_t Pac::decay_ms_get(ExtentState which) const { return pipeline(which).decay.ms(); }
 

@@ -52,14 +52,6 @@ unsigned Sec::take_batch(size_t size, Edata** out, unsigned k) {
   return got;
 }
 
-bool Sec::put(Edata* e, EdataList* evicted) {
-  if (!fits(e)) return false;
-  MutexGuard g(mtx_);
-  link_locked(e);
-  trim_locked(evicted);
-  return true;
-}
-
 void Sec::put_batch(Edata* const* es, unsigned n, EdataList* evicted) {
   MutexGuard g(mtx_);
   for (unsigned i = 0; i < n; i++) link_locked(es[i]);

@@ -42,7 +42,7 @@ class Sec {
   /// take() looks at most this many extents of the list for one aligned to more than a page.
   static constexpr unsigned kMaxAlignedScan = 8;
 
-  /// max_bytes 0 turns the cache off (put() refuses everything).
+  /// max_bytes 0 turns the cache off (fits() refuses everything).
   void init(size_t max_bytes);
   bool enabled() const { return max_bytes_ != 0; }
 
@@ -52,14 +52,11 @@ class Sec {
   /// Up to `k` cached extents of exactly `size` bytes (page aligned), most recent first, into
   /// out[]; one lock for all. Returns how many.
   unsigned take_batch(size_t size, Edata** out, unsigned k);
-  /// Cache `e` (active, offset dropped). False when it is too large or the cache is off: the
-  /// caller records it as usual. When the cache overflows, it gives up its least recently
+  /// Cache es[0..n) (active, offset dropped), under one lock; each must fit() (the caller
+  /// records the others as usual). When the cache overflows, it gives up its least recently
   /// filled lists down to half its capacity into *evicted, for the caller to record.
-  bool put(Edata* e, EdataList* evicted);
-  /// put() for each of es[0..n), under one lock; every extent must be one put() would take
-  /// (fits(), checked by the caller). Overflow is handled once, at the end.
   void put_batch(Edata* const* es, unsigned n, EdataList* evicted);
-  /// Whether put() would take `e`: the cache is on and `e` is small enough.
+  /// Whether put_batch() may take `e`: the cache is on and `e` is small enough.
   bool fits(const Edata* e) const {
     return e->size <= kMaxPages * config::kPage && e->size <= max_bytes_;
   }
