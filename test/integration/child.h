@@ -66,6 +66,12 @@ inline constexpr unsigned kAllArenas = 4096;  // MALLCTL_ARENAS_ALL
 inline char g_stdout_buf[1 << 14];
 
 /// Prints `key=v` on its own line of stdout (read by value() in the parent).
+/// Where tests put their scratch files (profile dumps): $TMPDIR, else /tmp.
+inline const char* scratch_dir() {
+  const char* d = std::getenv("TMPDIR");
+  return d != nullptr && d[0] != '\0' ? d : "/tmp";
+}
+
 inline void emit(const char* key, long long v) { std::printf("%s=%lld\n", key, v); }
 /// Prints `key=v` with a text value ("(null)" for a null one); read by text_value().
 inline void emit_str(const char* key, const char* v) {

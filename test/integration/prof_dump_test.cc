@@ -271,10 +271,7 @@ constexpr Mode kModes[] = {{"noop", mode_noop},
                            {"sized", mode_sized}};
 
 // Where the dumps go: $TMPDIR, else /tmp.
-const char* dump_dir() {
-  const char* d = std::getenv("TMPDIR");
-  return d != nullptr && d[0] != '\0' ? d : "/tmp";
-}
+const char* dump_dir() { return scratch_dir(); }
 
 // Removes the files <dump_dir>/<stem>.<pid>.<seq>.<kind>*.heap and returns how many there were.
 int take_dumps(const char* stem, long long pid, char kind) {

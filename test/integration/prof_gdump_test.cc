@@ -316,7 +316,7 @@ TEST(prof_gdump_off_by_default_and_with_empty_prefix) {
 TEST(prof_sys_thread_name_names_threads_in_dumps) {
   if (!profiling_built()) return;
   char path[256];
-  std::snprintf(path, sizeof(path), "/tmp/prof_gdump_test.%d.names.heap",
+  std::snprintf(path, sizeof(path), "%s/prof_gdump_test.%d.names.heap", scratch_dir(),
                 static_cast<int>(getpid()));
   Child c;
   bool ran = child(&c, "names", "prof:true,lg_prof_sample:0,prof_sys_thread_name:true", path);

@@ -385,7 +385,8 @@ constexpr Mode kModes[] = {{"stress", mode_stress}, {"names", mode_names},
 const char* const kPython = "/usr/bin/python3";
 
 void stem_for(char* buf, size_t cap, const char* what) {
-  std::snprintf(buf, cap, "/tmp/prof_recent_test_%d_%s", static_cast<int>(getpid()), what);
+  std::snprintf(buf, cap, "%s/prof_recent_test_%d_%s", scratch_dir(), static_cast<int>(getpid()),
+                what);
 }
 
 // The child's stdout, kept: running the checker reuses the Child output buffers.
