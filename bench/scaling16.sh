@@ -13,7 +13,7 @@ declare -A LIB=( [ours]=$PWD/build/.libs/libjemalloc.so.2 [ours-unbounded]=$PWD/
 ALLOCS="ours ours-unbounded jemalloc tcmalloc mimalloc glibc"
 run() { # alloc workload cmd...
   local a=$1 w=$2; shift 2
-  local conf=; [ "$a" = ours-unbounded ] && conf=bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,borrow_dirty:false,decay_hold_peak:false,idle_arena_decay:false,extent_cache_bytes:0
+  local conf=; [ "$a" = ours-unbounded ] && conf=bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,borrow_dirty:false,decay_hold_peak:false,idle_arena_decay:false,extent_cache_bytes:0,tcache_grow_bytes:0
   local line
   line=$(env ${LIB[$a]:+LD_PRELOAD=${LIB[$a]}} ${conf:+MALLOC_CONF=$conf} timeout 120 "$@" 2>&1 | grep '^RESULT' | tail -1)
   echo "alloc=$a workload=$w $line" >> $O/results.txt

@@ -144,6 +144,7 @@ void* alloc_large(Tsd& tsd, Tcache* tc, Arena* arena, size_t usize, size_t align
       if (zero) std::memset(p, 0, usize);
       return p;
     }
+    tcache_large_miss(tc, ind);
   }
   return large_malloc(
       arena, tsd.arena, [&tsd] { return tsd_arena(tsd); }, usize, alignment, zero, huge_key);

@@ -105,6 +105,7 @@ constexpr CoreConfig core_config(const Options& o) {
   t.tcache_gc_delay_bytes = o.tcache_gc_delay_bytes;
   t.lg_tcache_flush_small_div = o.lg_tcache_flush_small_div;
   t.lg_tcache_flush_large_div = o.lg_tcache_flush_large_div;
+  t.tcache_grow_bytes = o.tcache_grow_bytes;
   t.stats_interval = o.stats_interval;
   return c;
 }

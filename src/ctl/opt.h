@@ -474,6 +474,10 @@ struct OptStorage<OptKind::kNotBuilt> {
     kOptBoth, "ours: supported",                                                                   \
     "Per arena, freed extents of up to 16 pages kept as they are (not coalesced) for requests of "  \
     "exactly their size, until growth, decay or statistics need them; 0: as jemalloc 5.3.0.")      \
+  X(tcache_grow_bytes, SizeT, size_t{8} << 20, (opt_urange(0, kOptLargeMaxClass, kOptCheckMax)),   \
+    kOptBoth, "ours: supported",                                                                   \
+    "Per thread, how far thread-cache bins may grow beyond their capacity when bursts overflow "   \
+    "them (bytes of capacity); 0: fixed capacities, as jemalloc 5.3.0.")                           \
   X(safety_checks, Bool, false, (opt_any()), kOptBoth, "ours: supported",                          \
     "Detect application misuse (double, sized-size-mismatched, invalid or interior frees; with "   \
     "junk, writes after free) and abort with a message; always on with --enable-debug.")           \

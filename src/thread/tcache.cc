@@ -26,6 +26,22 @@ constinit unsigned g_past = 0;
 
 /// Slots per bin are bounded by the 16-bit position encoding of CacheBin.
 constexpr unsigned kNcachedMaxLimit = (1u << 16) / sizeof(void*) - 1;
+/// Ours (opt.tcache_grow_bytes): the most slots a bin grows to (8 KiB of pointers), and how many
+/// GC visits in a row must find a grown bin's items unused before it shrinks: a bin is visited
+/// every ~41 GC steps (64 KiB of allocation or deallocation each), so a burst that drains the
+/// bin once per cycle of up to ~20 MiB of the thread's traffic keeps its capacity.
+constexpr unsigned kGrowSlotsMax = 1024;
+constexpr uint8_t kGrowIdleVisits = 8;
+
+// Capacity bin `binind` (5.3.0 capacity `n`) may grow to within `budget` bytes, 0 for none.
+uint16_t grow_limit(szind_t binind, unsigned n, size_t budget) {
+  size_t extra = budget / sz::index2size(binind);
+  size_t max = n + extra;
+  if (max > kGrowSlotsMax) max = kGrowSlotsMax;
+  if (max > kNcachedMaxLimit) max = kNcachedMaxLimit;
+  max &= ~size_t{1};
+  return max >= n + 2 ? static_cast<uint16_t>(max) : 0;
+}
 
 unsigned small_slots(szind_t binind) {
   unsigned lo = g_thread_opt.tcache_nslots_small_min;
@@ -58,9 +74,8 @@ TcacheCold* cold_get() {
     }
   }
   Base* b0 = base_global();
-  return b0 == nullptr
-             ? nullptr
-             : static_cast<TcacheCold*>(b0->alloc(sizeof(TcacheCold), alignof(TcacheCold)));
+  void* p = b0 == nullptr ? nullptr : b0->alloc(sizeof(TcacheCold), alignof(TcacheCold));
+  return p == nullptr ? nullptr : new (p) TcacheCold{};
 }
 
 void cold_put(TcacheCold* c) {
@@ -114,6 +129,10 @@ void tcache_boot() {
   }
   // Two spare slots, as 5.3.0 reserves them, so the slot arrays have its size class.
   g.stack_bytes = (slots + 2) * sizeof(void*);
+  g.grow_bytes = g_thread_opt.tcache_grow_bytes;
+  for (szind_t i = 0; i < g.nhbins; i++) {
+    g.grow_max[i] = g.grow_bytes == 0 ? 0 : grow_limit(i, g.ncached_max[i], g.grow_bytes);
+  }
 }
 
 void* internal_alloc(size_t size) {
@@ -151,7 +170,23 @@ bool tcache_init(Tcache* t, Arena* arena, void** stack, TcacheCold* cold) {
       return false;
     }
   }
+  // A recycled cold part keeps its growth state's memory (and the grown bins' slot arrays).
+  TcacheGrow* grow = owned ? cold->slow.grow : nullptr;
   t->cold = new (cold) TcacheCold{};
+  if (owned && g.grow_bytes != 0) {
+    if (grow == nullptr) {
+      Base* b0 = base_global();
+      void* m = b0 == nullptr ? nullptr : b0->alloc(sizeof(TcacheGrow), alignof(TcacheGrow));
+      if (m != nullptr) grow = new (m) TcacheGrow{};
+    }
+    if (grow != nullptr) {
+      void** keep[kTcacheMaxBins];
+      std::memcpy(keep, grow->slots, sizeof(keep));
+      *grow = TcacheGrow{};
+      std::memcpy(grow->slots, keep, sizeof(keep));
+    }
+  }
+  t->cold->slow.grow = grow;  // null: this cache's bins keep 5.3.0's capacities
   void** p = stack;
   for (szind_t i = 0; i < g.nhbins; i++) {
     t->bin(i).init(p, g.ncached_max[i]);
@@ -215,9 +250,82 @@ void tcache_set_arena(Tcache* t, Arena* arena) {
   t->slow().arena = arena;
 }
 
+// ---- growth (ours, opt.tcache_grow_bytes; see TcacheGrow) -----------------------------------
+
+namespace {
+
+void flush_bin(Tcache* t, szind_t binind, unsigned rem) {
+  if (binind < sc::kNBins) {
+    tcache_flush_small(t, binind, rem);
+  } else {
+    tcache_flush_large(t, binind, rem);
+  }
+}
+
+// Full bin `binind` after it ran dry: double its capacity (within grow_max and the cache's
+// budget), moving it to its own slots the first time. False when it may not grow.
+bool try_grow(Tcache* t, szind_t binind) {
+  TcacheGrow* g = t->slow().grow;
+  const unsigned gmax = g_tcache_geo.grow_max[binind];
+  if (g == nullptr || gmax == 0 || !g->ran_dry[binind]) return false;
+  CacheBin& bin = t->bin(binind);
+  const unsigned cap = bin.ncached_max();
+  if (cap >= gmax) return false;
+  const size_t size = sz::index2size(binind);
+  const size_t room = (g_tcache_geo.grow_bytes - g->grown_bytes) / size;
+  unsigned target = cap * 2 < gmax ? cap * 2 : gmax;
+  if (target - cap > room) target = cap + static_cast<unsigned>(room & ~size_t{1});
+  if (target <= cap) return false;
+  if (!g->in_grown[binind]) {
+    if (g->slots[binind] == nullptr) {
+      Base* b0 = base_global();
+      void* m = b0 == nullptr ? nullptr : b0->alloc(gmax * sizeof(void*), kCacheline);
+      if (m == nullptr) return false;
+      g->slots[binind] = static_cast<void**>(m);
+    }
+    // Same items in the same order at the end of the new slots, same low-water count.
+    void** end = g->slots[binind] + gmax;
+    const unsigned n = bin.ncached();
+    const unsigned lw = bin.nlow_water();
+    std::memmove(end - n, bin.head, n * sizeof(void*));
+    bin.head = end - n;
+    bin.empty = CacheBin::low_bits(end);
+    bin.low_water = CacheBin::low_bits(end - lw);
+    g->in_grown[binind] = true;
+  }
+  bin.full = CacheBin::low_bits(g->slots[binind] + gmax - target);
+  g->grown_bytes += (target - cap) * size;
+  g->idle_visits[binind] = 0;
+  return true;
+}
+
+// Grown bin `binind` down to capacity `cap` (at least its 5.3.0 one), flushing what does not fit.
+void shrink(Tcache* t, szind_t binind, unsigned cap) {
+  TcacheGrow* g = t->slow().grow;
+  CacheBin& bin = t->bin(binind);
+  const unsigned base = g_tcache_geo.ncached_max[binind];
+  const unsigned old = bin.ncached_max();
+  if (cap < base) cap = base;
+  if (!g->in_grown[binind] || cap >= old) return;
+  if (bin.ncached() > cap) flush_bin(t, binind, cap);
+  bin.full = CacheBin::low_bits(g->slots[binind] + g_tcache_geo.grow_max[binind] - cap);
+  g->grown_bytes -= (old - cap) * sz::index2size(binind);
+}
+
+void note_ran_dry(Tcache* t, szind_t binind) {
+  if (TcacheGrow* g = t->slow().grow) g->ran_dry[binind] = true;
+}
+
+}  // namespace
+
+void tcache_large_miss(Tcache* t, szind_t binind) {
+  if (t->cold != nullptr) note_ran_dry(t, binind);
+}
+
 void* tcache_alloc_small_hard(Tcache* t, Arena* arena, szind_t binind) {
   CacheBin& bin = t->bins[binind];
   if (void* p = bin.pop_slow()) return p;
+  note_ran_dry(t, binind);
   unsigned nmax = bin.ncached_max();
   unsigned nfill = nmax >> t->slow().lg_fill_div[binind];
   if (nfill == 0) nfill = 1;
@@ -306,22 +414,29 @@ void tcache_flush_large(Tcache* t, szind_t binind, unsigned rem) {
 
 void tcache_dalloc_small_hard(Tcache* t, szind_t binind, void* ptr) {
   CacheBin& bin = t->bins[binind];
-  tcache_flush_small(t, binind, bin.ncached_max() >> g_thread_opt.lg_tcache_flush_small_div);
+  if (!try_grow(t, binind)) {
+    tcache_flush_small(t, binind, bin.ncached_max() >> g_thread_opt.lg_tcache_flush_small_div);
+  }
   bin.push_fast(ptr);
 }
 
 void tcache_dalloc_large_hard(Tcache* t, szind_t binind, void* ptr) {
   CacheBin& bin = t->bin(binind);
-  tcache_flush_large(t, binind, bin.ncached_max() >> g_thread_opt.lg_tcache_flush_large_div);
+  if (!try_grow(t, binind)) {
+    tcache_flush_large(t, binind, bin.ncached_max() >> g_thread_opt.lg_tcache_flush_large_div);
+  }
   bin.push_fast(ptr);
 }
 
 void tcache_flush_all(Tcache* t) {
+  TcacheGrow* g = t->cold != nullptr ? t->slow().grow : nullptr;
   for (szind_t i = 0; i < g_tcache_geo.nhbins; i++) {
-    if (i < sc::kNBins) {
-      tcache_flush_small(t, i, 0);
-    } else {
-      tcache_flush_large(t, i, 0);
+    flush_bin(t, i, 0);
+    // Everything went back: grown bins start over from 5.3.0's capacity.
+    if (g != nullptr) {
+      shrink(t, i, 0);
+      g->ran_dry[i] = false;
+      g->idle_visits[i] = 0;
     }
   }
 }
@@ -333,6 +448,25 @@ void tcache_gc_step(Tcache* t) {
   CacheBin& bin = t->bin(binind);
   unsigned low_water = bin.nlow_water();
   unsigned ncached = bin.ncached();
+  TcacheGrow* g = s.grow;
+  if (g != nullptr && g->in_grown[binind] && bin.ncached_max() > g_tcache_geo.ncached_max[binind]) {
+    // A grown bin: items unused over one visit say little about a burst's cycle; only
+    // kGrowIdleVisits such visits in a row start shrinking it (by half per visit from then on).
+    if (low_water == 0) {
+      g->idle_visits[binind] = 0;
+    } else {
+      g->ran_dry[binind] = false;
+      if (g->idle_visits[binind] < kGrowIdleVisits) {
+        g->idle_visits[binind]++;
+      } else {
+        shrink(t, binind, bin.ncached_max() / 2 & ~1u);
+      }
+    }
+    bin.reset_low_water();
+    if (++s.next_gc_bin >= g_tcache_geo.nhbins) s.next_gc_bin = 0;
+    return;
+  }
+  if (g != nullptr && low_water > 0) g->ran_dry[binind] = false;
   if (low_water > 0) {
     // Unused since the last visit: flush (ceiling) 3/4 of it.
     unsigned rem = ncached - low_water + (low_water >> 2);

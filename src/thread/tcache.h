@@ -22,7 +22,9 @@
 // what stats.arenas.<i>.mutexes.tcache_list reports, for every arena.
 // Capacity (ncached_max): small classes 2 x regions per slab (opt.lg_tcache_nslots_mul),
 // clamped to [tcache_nslots_small_min, tcache_nslots_small_max] = [20, 200] and made even;
-// large classes up to tcache_max (32 KiB: 41 bins) get tcache_nslots_large = 20.
+// large classes up to tcache_max (32 KiB: 41 bins) get tcache_nslots_large = 20. Ours: a bin
+// of an automatic cache whose bursts outgrow that capacity grows, within opt.tcache_grow_bytes
+// per cache (TcacheGrow); tcache_grow_bytes:0 keeps 5.3.0's fixed capacities.
 // jemalloc mapping: tcache_t/tcache_slow_t (src/tcache.c); arenas.tcache_max, arenas.nhbins,
 // tcache.{create,flush,destroy}, thread.tcache.flush, stats.arenas.<i>.tcache_bytes,
 // .internal, .large.nflushes, .mutexes.tcache_list.
@@ -52,10 +54,29 @@ struct TcacheGeometry {
   size_t maxclass = 0;  // largest cached size
   uint16_t ncached_max[kTcacheMaxBins] = {};
   size_t stack_bytes = 0;  // bytes of pointer slots per cache
+  /// Ours (opt.tcache_grow_bytes): the capacity a bin of an automatic cache may grow to, 0 where
+  /// it may not grow (the option is 0, or not even two more items fit in the budget).
+  uint16_t grow_max[kTcacheMaxBins] = {};
+  size_t grow_bytes = 0;  // opt.tcache_grow_bytes
 };
 extern constinit TcacheGeometry g_tcache_geo;
 
 struct Tcache;
+
+/// Ours (opt.tcache_grow_bytes): the grown bins of an automatic cache. A bin that overflows
+/// (flushes because full) after it ran dry since its last GC visit holds a burst larger than its
+/// 5.3.0 capacity; instead of flushing it doubles that capacity, within the cache's byte budget,
+/// moving to slots of its own here (`slots[i]`, grow_max[i] pointers, allocated on first
+/// growth). GC shrinks a grown bin only after kGrowIdleVisits visits in a row found it unused
+/// (5.3.0's per-visit rule would flush a burst's blocks between two bursts). Metadata of the
+/// global base, allocated at the first growth and kept with the cold part (recycled with it).
+struct TcacheGrow {
+  void** slots[kTcacheMaxBins] = {};
+  bool in_grown[kTcacheMaxBins] = {};  // the bin lives in slots[i]
+  bool ran_dry[kTcacheMaxBins] = {};   // missed since its last GC visit that found items unused
+  uint8_t idle_visits[kTcacheMaxBins] = {};
+  size_t grown_bytes = 0;  // sum over bins of (capacity - 5.3.0 capacity) * size
+};
 
 /// Cold per-cache state.
 struct TcacheSlow {
@@ -67,6 +88,7 @@ struct TcacheSlow {
   void** stack = nullptr;                      // backing memory of all bins' slots
   bool stack_owned = true;                     // false: carved from the explicit cache's own block
   Tcache* owner = nullptr;
+  TcacheGrow* grow = nullptr;  // ours: automatic caches only, allocated at the first growth
   QlLink<TcacheSlow> link;  // list of live caches (stats.arenas.<i>.tcache_bytes)
 };
 
@@ -115,7 +137,10 @@ void tcache_set_arena(Tcache* t, Arena* arena);
 /// Miss on small bin `binind`: fill from `arena` (the request's arena) and pop one. nullptr on
 /// OOM.
 void* tcache_alloc_small_hard(Tcache* t, Arena* arena, szind_t binind);
-/// Full bin: flush the oldest half, then push `ptr`.
+/// Ours: a large request missed bin `binind` (the arena serves it); marks the bin as run dry.
+void tcache_large_miss(Tcache* t, szind_t binind);
+/// Full bin: flush the oldest half (or, with opt.tcache_grow_bytes, grow the bin), then push
+/// `ptr`.
 void tcache_dalloc_small_hard(Tcache* t, szind_t binind, void* ptr);
 void tcache_dalloc_large_hard(Tcache* t, szind_t binind, void* ptr);
 /// Flush bin `binind` down to `rem` items (oldest first).

@@ -42,6 +42,9 @@ struct ThreadOptions {
   /// opt.lg_tcache_flush_small_div / _large_div: a full bin keeps ncached_max >> this.
   unsigned lg_tcache_flush_small_div = 1;
   unsigned lg_tcache_flush_large_div = 1;
+  /// Ours, opt.tcache_grow_bytes: how far the bins of one automatic cache may grow, in bytes of
+  /// capacity beyond 5.3.0's, when bursts outgrow them; 0 = 5.3.0's fixed capacities.
+  size_t tcache_grow_bytes = size_t{8} << 20;
   // ---- Per-thread state (tsd.cc) ----
   /// opt.stats_interval: bytes allocated between reports; -1 = no report.
   int64_t stats_interval = -1;

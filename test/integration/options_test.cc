@@ -428,6 +428,35 @@ void oversize_hold_case(bool idle) {
 void mode_oversize_hold(const char*) { oversize_hold_case(false); }
 void mode_oversize_hold_idle(const char*) { oversize_hold_case(true); }
 
+// Ours (tcache_grow_bytes): four bursts of 256 blocks of 16 KiB, each written and then freed;
+// how many of the last burst's allocations reached the arena, how many blocks the thread cache
+// holds after it, and after a thread.tcache.flush.
+void mode_tcache_grow(const char*) {
+  mode_noop(nullptr);
+  constexpr int kBlocks = 256;
+  constexpr size_t kSize = 16384;
+  static void* blocks[kBlocks];
+  const unsigned arena = thread_arena();
+  const size_t usize = nallocx(kSize, 0);
+  long long arena_allocs = 0;
+  for (int round = 0; round < 4; round++) {
+    jt::refresh_stats();
+    const long long n0 = (long long)arena_stat(arena, "lextents.0.nmalloc");
+    for (auto& b : blocks) {
+      b = malloc(kSize);
+      touch(b, kSize);
+    }
+    for (auto b : blocks) free(b);
+    jt::refresh_stats();
+    arena_allocs = (long long)arena_stat(arena, "lextents.0.nmalloc") - n0;
+  }
+  emit("arena_allocs_last_round", arena_allocs);
+  emit("cached_blocks", (long long)(arena_stat(arena, "tcache_bytes") / usize));
+  tcache_flush();
+  jt::refresh_stats();
+  emit("cached_after_flush", (long long)(arena_stat(arena, "tcache_bytes") / usize));
+}
+
 // Two automatic arenas dip one after the other: 16 MiB allocated and freed in arena 0, then
 // 16 MiB in arena 1. Each arena alone would hold its whole dip (its own peak), 32 MiB in all,
 // though the process never had more than 16 MiB active at once; the shared budget keeps the
@@ -692,6 +721,7 @@ constexpr Mode kModes[] = {
     {"hold_budget", mode_hold_budget},
     {"oversize_hold", mode_oversize_hold},
     {"oversize_hold_idle", mode_oversize_hold_idle},
+    {"tcache_grow", mode_tcache_grow},
     {"oversize", mode_oversize},
     {"retain", mode_retain},
     {"percpu", mode_percpu},
@@ -1080,6 +1110,20 @@ TEST_COMPAT(oversize_hold_keeps_huge_blocks_for_reuse, "oversize-hold") {
   if (!child(&c, "oversize_hold", off.c_str())) return;
   EXPECT_CHILD(c, "faults_again", kGe, value(c, "faults_first") * 9 / 10);
   EXPECT_CHILD(c, "huge_pdirty_freed", kEq, 0);
+}
+
+// Ours: a thread-cache bin that bursts overflow after running dry grows, so from the second
+// burst on the 256 blocks never leave the thread cache; tcache_grow_bytes:0 keeps 5.3.0's 20
+// slots (most of every burst goes to the arena and back).
+TEST_COMPAT(tcache_grow_bytes_keeps_a_burst_in_the_cache, "tcache-grow") {
+  Child c;
+  if (!child(&c, "tcache_grow", nullptr)) return;
+  EXPECT_CHILD(c, "arena_allocs_last_round", kEq, 0);
+  EXPECT_CHILD(c, "cached_blocks", kEq, 256);
+  EXPECT_CHILD(c, "cached_after_flush", kEq, 0);
+  if (!child(&c, "tcache_grow", "tcache_grow_bytes:0")) return;
+  EXPECT_CHILD(c, "arena_allocs_last_round", kGe, 200);
+  EXPECT_CHILD(c, "cached_blocks", kLe, 20);
 }
 
 TEST(retain_false_unmaps_purged_memory) {

@@ -121,12 +121,14 @@ static int run_child(const char* self, int bounded, int tcache_none, struct resu
      * them), e.g. when libstdc++ is not loaded before the test's first allocation. */
     /* The small extent cache (extent_cache_bytes) is off in both: it hands each freed extent
      * back whole to the next request of its size, which hides what coalescing does -- the
-     * unbounded run would not regress, and this test guards the bound. */
+     * unbounded run would not regress, and this test guards the bound. The thread cache's
+     * growth (tcache_grow_bytes) is off in both for the same reason: grown bins keep every
+     * block of the pattern in the thread cache after the first iteration. */
     setenv("MALLOC_CONF",
            bounded ? "bounded_coalesce:true,reuse_before_grow:false,extent_best_fit:true,"
-                     "dirty_decay_ms:-1,extent_cache_bytes:0"
+                     "dirty_decay_ms:-1,extent_cache_bytes:0,tcache_grow_bytes:0"
                    : "bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:true,"
-                     "dirty_decay_ms:-1,extent_cache_bytes:0",
+                     "dirty_decay_ms:-1,extent_cache_bytes:0,tcache_grow_bytes:0",
            1);
     execl(self, self, "--child", tcache_none ? "1" : "0", (char*)NULL);
     _exit(127);

@@ -164,6 +164,7 @@ constexpr Valid kValid[] = {
     {"oversize_hold", "false", "oversize_hold", "false"},
     {"safety_checks", "true", "safety_checks", "true"},
     {"extent_cache_bytes", "0", "extent_cache_bytes", "0"},
+    {"tcache_grow_bytes", "0", "tcache_grow_bytes", "0"},
     {"prof", "true", "prof", "true"},
     {"prof_prefix", "/tmp/x", "prof_prefix", "/tmp/x"},
     {"prof_active", "false", "prof_active", "false"},

@@ -385,5 +385,125 @@ TEST_F(TcacheTest, ExplicitCachesReuseTheLastDestroyedIndex) {
   EXPECT_TRUE(tcaches_destroy(i3));
 }
 
+// ---- growth (ours, opt.tcache_grow_bytes) ------------------------------------------------------
+
+// Fills large bin kLargeBin through the free path (tcache_dalloc_large_hard when full) with
+// `n` fresh blocks of the cache's arena.
+void free_large_into(Tcache* t, Arena* a, unsigned n) {
+  for (unsigned i = 0; i < n; i++) {
+    void* p = a->malloc_large(sz::index2size(kLargeBin), kCacheline, false);
+    ASSERT_NE(p, nullptr);
+    if (!t->bin(kLargeBin).push_fast(p)) tcache_dalloc_large_hard(t, kLargeBin, p);
+  }
+}
+
+TEST_F(TcacheTest, AFullBinThatRanDryGrowsWithinItsLimitInsteadOfFlushing) {
+  CacheBin& b = bin(kLargeBin);
+  const unsigned base = g_tcache_geo.ncached_max[kLargeBin];
+  const unsigned gmax = g_tcache_geo.grow_max[kLargeBin];
+  ASSERT_GT(gmax, 2 * base) << "the default budget lets the 16 KiB bin grow";
+  ASSERT_NE(tc_->slow().grow, nullptr);
+  // Full without having run dry: 5.3.0's flush of the oldest half.
+  free_large_into(tc_.get(), arena_, base + 1);
+  EXPECT_EQ(b.ncached_max(), base);
+  EXPECT_EQ(b.ncached(), base / 2 + 1);
+  tcache_flush_large(tc_.get(), kLargeBin, 0);
+  // A request missed the bin: the next overflow doubles the capacity, nothing is flushed.
+  tcache_large_miss(tc_.get(), kLargeBin);
+  uint64_t nflushes = large_stat("nflushes");
+  free_large_into(tc_.get(), arena_, base + 1);
+  EXPECT_EQ(b.ncached_max(), 2 * base);
+  EXPECT_EQ(b.ncached(), base + 1);
+  EXPECT_EQ(curlextents(), base + 1);
+  EXPECT_EQ(large_stat("nflushes"), nflushes);
+  EXPECT_EQ(tc_->slow().grow->grown_bytes, base * sz::index2size(kLargeBin));
+  // ...and again up to the limit; past it, a full bin flushes its oldest half again.
+  free_large_into(tc_.get(), arena_, gmax - (base + 1));
+  EXPECT_EQ(b.ncached_max(), gmax);
+  EXPECT_EQ(b.ncached(), gmax);
+  EXPECT_EQ(large_stat("nflushes"), nflushes);
+  EXPECT_LE(tc_->slow().grow->grown_bytes, g_tcache_geo.grow_bytes);
+  EXPECT_EQ(tcache_bytes(arena_), gmax * sz::index2size(kLargeBin));
+  free_large_into(tc_.get(), arena_, 1);
+  EXPECT_EQ(b.ncached(), gmax / 2 + 1);
+  EXPECT_EQ(large_stat("nflushes") - nflushes, 1u);
+  // Everything pops back, newest first, and a flush of all restores 5.3.0's capacity.
+  tcache_flush_all(tc_.get());
+  EXPECT_EQ(b.ncached_max(), base);
+  EXPECT_EQ(tc_->slow().grow->grown_bytes, 0u);
+  EXPECT_EQ(curlextents(), 0u);
+}
+
+TEST_F(TcacheTest, AGrownSmallBinKeepsItsItemsAndLowWaterWhenItMoves) {
+  CacheBin& b = bin(kBin);
+  const unsigned base = b.ncached_max();
+  void* p = tcache_alloc_small_hard(tc_.get(), arena_, kBin);  // empty: a miss, a fill
+  ASSERT_NE(p, nullptr);
+  free_small(p);
+  tcache_flush_small(tc_.get(), kBin, 0);
+  std::vector<void*> regs = cache_small(base);
+  b.reset_low_water();
+  void* extra = arena_->malloc_small(kBin, false);
+  ASSERT_NE(extra, nullptr);
+  tcache_dalloc_small_hard(tc_.get(), kBin, extra);
+  EXPECT_EQ(b.ncached_max(), 2 * base);
+  ASSERT_EQ(b.ncached(), base + 1);
+  EXPECT_EQ(b.nlow_water(), base);
+  EXPECT_EQ(b.head[0], extra);
+  for (unsigned i = 0; i < base; i++) EXPECT_EQ(b.head[1 + i], regs[base - 1 - i]) << i;
+  for (unsigned i = 0; i <= base; i++) EXPECT_NE(b.pop_slow(), nullptr) << i;
+  EXPECT_EQ(b.pop_slow(), nullptr);
+  free_small(extra);
+  for (void* r : regs) free_small(r);
+}
+
+TEST_F(TcacheTest, GcShrinksAGrownBinOnlyAfterItStayedUnusedForSeveralVisits) {
+  CacheBin& b = bin(kLargeBin);
+  const unsigned base = g_tcache_geo.ncached_max[kLargeBin];
+  tcache_large_miss(tc_.get(), kLargeBin);
+  free_large_into(tc_.get(), arena_, 4 * base);  // grows to 4 x base, full
+  ASSERT_EQ(b.ncached_max(), 4 * base);
+  auto visit = [&] {
+    tc_->slow().next_gc_bin = kLargeBin;
+    tcache_gc_step(tc_.get());
+  };
+  b.reset_low_water();
+  // Seven idle visits, then one that finds the bin drained: nothing flushed, the count restarts.
+  for (int i = 0; i < 7; i++) visit();
+  EXPECT_EQ(b.ncached(), 4 * base);
+  while (b.pop_slow() != nullptr) {
+  }
+  free_large_into(tc_.get(), arena_, 4 * base);
+  visit();  // low water 0 since the last visit
+  b.reset_low_water();
+  for (int i = 0; i < 8; i++) visit();
+  EXPECT_EQ(b.ncached(), 4 * base);
+  EXPECT_EQ(b.ncached_max(), 4 * base);
+  // The ninth idle visit in a row halves the capacity, flushing the oldest that no longer fit.
+  visit();
+  EXPECT_EQ(b.ncached_max(), 2 * base);
+  EXPECT_EQ(b.ncached(), 2 * base);
+  visit();
+  EXPECT_EQ(b.ncached_max(), base);
+  EXPECT_EQ(tc_->slow().grow->grown_bytes, 0u);
+  // Back at 5.3.0's capacity, 5.3.0's rule: 3/4 of what stayed unused goes.
+  visit();
+  EXPECT_EQ(b.ncached(), base / 4);
+}
+
+TEST_F(TcacheTest, ExplicitCachesDoNotGrow) {
+  unsigned ind = 0;
+  ASSERT_TRUE(tcaches_create(arena_, &ind));
+  Tcache* t = tcaches_get(ind);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->slow().grow, nullptr);
+  const unsigned base = g_tcache_geo.ncached_max[kLargeBin];
+  tcache_large_miss(t, kLargeBin);
+  free_large_into(t, arena_, base + 1);
+  EXPECT_EQ(t->bin(kLargeBin).ncached_max(), base);
+  EXPECT_EQ(t->bin(kLargeBin).ncached(), base / 2 + 1);
+  EXPECT_TRUE(tcaches_destroy(ind));
+}
+
 }  // namespace
 }  // namespace je
