@@ -113,9 +113,12 @@ Edata* Pac::take_grown(Edata* expand, size_t size, size_t alignment, bool zero, 
   return e;
 }
 
+constinit std::atomic<uint64_t> g_pac_growths{0};
+
 void Pac::account_obtained(PacSource src, size_t size) {
   if (src == PacSource::kFresh || src == PacSource::kRetained) {
     core_.mapped.fetch_add(size, std::memory_order_relaxed);
+    g_pac_growths.fetch_add(1, std::memory_order_relaxed);
   }
   note_active_grown(size >> kLgPage);
   count_alloc(src, size);

@@ -81,6 +81,12 @@ size_t active_pages();
 size_t peak_pages(uint64_t now_ns, int64_t ms);
 }  // namespace hold_budget
 
+/// How many times any Pac of the process took pages from retained address space or from the
+/// system (memory that faults in): a process-wide, relaxed counter. Readers (the thread caches'
+/// grown bins, opt.tcache_grow_bytes) give back what they hold beyond 5.3.0's capacities when it
+/// moved, so that freed blocks they keep are reused before more pages are faulted in.
+extern constinit std::atomic<uint64_t> g_pac_growths;
+
 /// Growth series of retained address space (jemalloc exp_grow): page-size classes starting at
 /// 2 MiB, one class further per growth, capped by `limit` (arena.<i>.retain_grow_limit).
 struct ExpGrow {

@@ -6,6 +6,7 @@
 
 #include "arena/arenas.h"
 #include "extent/emap.h"
+#include "extent/pac.h"
 #include "meta/base.h"
 #include "support/mutex.h"
 #include "thread/thread_options.h"
@@ -184,6 +185,7 @@ bool tcache_init(Tcache* t, Arena* arena, void** stack, TcacheCold* cold) {
       std::memcpy(keep, grow->slots, sizeof(keep));
       *grow = TcacheGrow{};
       std::memcpy(grow->slots, keep, sizeof(keep));
+      grow->seen_growths = g_pac_growths.load(std::memory_order_relaxed);
     }
   }
   t->cold->slow.grow = grow;  // null: this cache's bins keep 5.3.0's capacities
@@ -262,12 +264,44 @@ void flush_bin(Tcache* t, szind_t binind, unsigned rem) {
   }
 }
 
+// Grown bin `binind` down to capacity `cap` (at least its 5.3.0 one), flushing what does not fit.
+void shrink(Tcache* t, szind_t binind, unsigned cap) {
+  TcacheGrow* g = t->slow().grow;
+  CacheBin& bin = t->bin(binind);
+  const unsigned base = g_tcache_geo.ncached_max[binind];
+  const unsigned old = bin.ncached_max();
+  if (cap < base) cap = base;
+  if (!g->in_grown[binind] || cap >= old) return;
+  if (bin.ncached() > cap) flush_bin(t, binind, cap);
+  bin.full = CacheBin::low_bits(g->slots[binind] + g_tcache_geo.grow_max[binind] - cap);
+  g->grown_bytes -= (old - cap) * sz::index2size(binind);
+}
+
+// Whether some arena took retained or new pages since this cache last looked.
+bool pages_grew(TcacheGrow* g) {
+  const uint64_t now = g_pac_growths.load(std::memory_order_relaxed);
+  if (now == g->seen_growths) return false;
+  g->seen_growths = now;
+  return true;
+}
+
+// Every grown bin back to its 5.3.0 capacity, flushing what no longer fits.
+void release_grown(Tcache* t) {
+  TcacheGrow* g = t->slow().grow;
+  for (szind_t i = 0; i < g_tcache_geo.nhbins && g->grown_bytes != 0; i++) shrink(t, i, 0);
+}
+
 // Full bin `binind` after it ran dry: double its capacity (within grow_max and the cache's
 // budget), moving it to its own slots the first time. False when it may not grow.
 bool try_grow(Tcache* t, szind_t binind) {
   TcacheGrow* g = t->slow().grow;
   const unsigned gmax = g_tcache_geo.grow_max[binind];
   if (g == nullptr || gmax == 0 || !g->ran_dry[binind]) return false;
+  if (pages_grew(g)) {
+    // Memory is being faulted in: what the cache holds beyond 5.3.0's capacities goes back.
+    release_grown(t);
+    return false;
+  }
   CacheBin& bin = t->bin(binind);
   const unsigned cap = bin.ncached_max();
   if (cap >= gmax) return false;
@@ -297,19 +331,6 @@ bool try_grow(Tcache* t, szind_t binind) {
   g->grown_bytes += (target - cap) * size;
   g->idle_visits[binind] = 0;
   return true;
-}
-
-// Grown bin `binind` down to capacity `cap` (at least its 5.3.0 one), flushing what does not fit.
-void shrink(Tcache* t, szind_t binind, unsigned cap) {
-  TcacheGrow* g = t->slow().grow;
-  CacheBin& bin = t->bin(binind);
-  const unsigned base = g_tcache_geo.ncached_max[binind];
-  const unsigned old = bin.ncached_max();
-  if (cap < base) cap = base;
-  if (!g->in_grown[binind] || cap >= old) return;
-  if (bin.ncached() > cap) flush_bin(t, binind, cap);
-  bin.full = CacheBin::low_bits(g->slots[binind] + g_tcache_geo.grow_max[binind] - cap);
-  g->grown_bytes -= (old - cap) * sz::index2size(binind);
 }
 
 void note_ran_dry(Tcache* t, szind_t binind) {
@@ -449,6 +470,7 @@ void tcache_gc_step(Tcache* t) {
   unsigned low_water = bin.nlow_water();
   unsigned ncached = bin.ncached();
   TcacheGrow* g = s.grow;
+  if (g != nullptr && g->grown_bytes != 0 && pages_grew(g)) release_grown(t);
   if (g != nullptr && g->in_grown[binind] && bin.ncached_max() > g_tcache_geo.ncached_max[binind]) {
     // A grown bin: items unused over one visit say little about a burst's cycle; only
     // kGrowIdleVisits such visits in a row start shrinking it (by half per visit from then on).

@@ -68,14 +68,19 @@ struct Tcache;
 /// 5.3.0 capacity; instead of flushing it doubles that capacity, within the cache's byte budget,
 /// moving to slots of its own here (`slots[i]`, grow_max[i] pointers, allocated on first
 /// growth). GC shrinks a grown bin only after kGrowIdleVisits visits in a row found it unused
-/// (5.3.0's per-visit rule would flush a burst's blocks between two bursts). Metadata of the
-/// global base, allocated at the first growth and kept with the cold part (recycled with it).
+/// (5.3.0's per-visit rule would flush a burst's blocks between two bursts). Pages are never
+/// faulted in while grown bins sit on freed blocks: when any arena took retained or new pages
+/// (g_pac_growths moved), the cache's next GC step or overflow returns every grown bin to its
+/// 5.3.0 capacity, and bins grow only in a cache that has seen no such growth since it last
+/// looked. Metadata of the global base, allocated at tcache_init and kept with the cold part
+/// (recycled with it).
 struct TcacheGrow {
   void** slots[kTcacheMaxBins] = {};
   bool in_grown[kTcacheMaxBins] = {};  // the bin lives in slots[i]
   bool ran_dry[kTcacheMaxBins] = {};   // missed since its last GC visit that found items unused
   uint8_t idle_visits[kTcacheMaxBins] = {};
-  size_t grown_bytes = 0;  // sum over bins of (capacity - 5.3.0 capacity) * size
+  size_t grown_bytes = 0;     // sum over bins of (capacity - 5.3.0 capacity) * size
+  uint64_t seen_growths = 0;  // g_pac_growths when last looked at
 };
 
 /// Cold per-cache state.

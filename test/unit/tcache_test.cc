@@ -20,6 +20,7 @@
 #include "arena_fixture.h"
 #include "ctl/opt.h"
 #include "extent/emap.h"
+#include "extent/pac.h"
 #include "meta/sc.h"
 #include "meta/sz.h"
 #include "support/config.h"
@@ -387,12 +388,23 @@ TEST_F(TcacheTest, ExplicitCachesReuseTheLastDestroyedIndex) {
 
 // ---- growth (ours, opt.tcache_grow_bytes) ------------------------------------------------------
 
+// The cache has seen every page growth so far (bins grow only in a cache that has not seen
+// one since it last looked).
+void settle(Tcache* t) {
+  if (t->slow().grow != nullptr) t->slow().grow->seen_growths = g_pac_growths.load();
+}
+
 // Fills large bin kLargeBin through the free path (tcache_dalloc_large_hard when full) with
-// `n` fresh blocks of the cache's arena.
+// `n` fresh blocks of the cache's arena, allocated before the first is freed.
 void free_large_into(Tcache* t, Arena* a, unsigned n) {
+  std::vector<void*> v;
   for (unsigned i = 0; i < n; i++) {
     void* p = a->malloc_large(sz::index2size(kLargeBin), kCacheline, false);
     ASSERT_NE(p, nullptr);
+    v.push_back(p);
+  }
+  settle(t);
+  for (void* p : v) {
     if (!t->bin(kLargeBin).push_fast(p)) tcache_dalloc_large_hard(t, kLargeBin, p);
   }
 }
@@ -445,6 +457,7 @@ TEST_F(TcacheTest, AGrownSmallBinKeepsItsItemsAndLowWaterWhenItMoves) {
   b.reset_low_water();
   void* extra = arena_->malloc_small(kBin, false);
   ASSERT_NE(extra, nullptr);
+  settle(tc_.get());
   tcache_dalloc_small_hard(tc_.get(), kBin, extra);
   EXPECT_EQ(b.ncached_max(), 2 * base);
   ASSERT_EQ(b.ncached(), base + 1);
@@ -489,6 +502,41 @@ TEST_F(TcacheTest, GcShrinksAGrownBinOnlyAfterItStayedUnusedForSeveralVisits) {
   // Back at 5.3.0's capacity, 5.3.0's rule: 3/4 of what stayed unused goes.
   visit();
   EXPECT_EQ(b.ncached(), base / 4);
+}
+
+TEST_F(TcacheTest, GrownBinsGoBackWhenPagesAreFaultedIn) {
+  CacheBin& b = bin(kLargeBin);
+  const unsigned base = g_tcache_geo.ncached_max[kLargeBin];
+  tcache_large_miss(tc_.get(), kLargeBin);
+  free_large_into(tc_.get(), arena_, 4 * base);
+  ASSERT_EQ(b.ncached_max(), 4 * base);
+  // No growth since: a GC step of another bin leaves it alone.
+  tc_->slow().next_gc_bin = kBin;
+  tcache_gc_step(tc_.get());
+  EXPECT_EQ(b.ncached(), 4 * base);
+  // An arena takes new pages (here a fresh arena's first block): the next GC step returns
+  // what the cache holds beyond 5.3.0's capacities...
+  Arena* other = manual_arena_without_decay();
+  ASSERT_NE(other, nullptr);
+  void* big = other->malloc_large(size_t{1} << 20, kCacheline, false);
+  ASSERT_NE(big, nullptr);
+  tc_->slow().next_gc_bin = kBin;
+  tcache_gc_step(tc_.get());
+  EXPECT_EQ(b.ncached_max(), base);
+  EXPECT_EQ(b.ncached(), base);
+  EXPECT_EQ(curlextents(), base);
+  EXPECT_EQ(tc_->slow().grow->grown_bytes, 0u);
+  // ...and a bin that overflows right after a growth it has not seen does not grow.
+  tcache_large_miss(tc_.get(), kLargeBin);
+  other->dalloc_large(g_emap.lookup(big));
+  void* big2 = other->malloc_large(size_t{4} << 20, kCacheline, false);
+  ASSERT_NE(big2, nullptr);
+  void* extra = arena_->malloc_large(sz::index2size(kLargeBin), kCacheline, false);
+  ASSERT_NE(extra, nullptr);
+  tcache_dalloc_large_hard(tc_.get(), kLargeBin, extra);
+  EXPECT_EQ(b.ncached_max(), base);
+  EXPECT_EQ(b.ncached(), base / 2 + 1);
+  other->dalloc_large(g_emap.lookup(big2));
 }
 
 TEST_F(TcacheTest, ExplicitCachesDoNotGrow) {
