@@ -360,6 +360,15 @@ void Pac::dalloc_batch(Edata* const* es, unsigned n) {
     es[i]->addr = es[i]->base();  // as the ecache keeps it: no cache-oblivious offset, not zeroed
     es[i]->zeroed = false;
   }
+  // Some arena faulted pages in since the last free here: what this cache holds for exact
+  // sizes goes to the ecache (where it coalesces, can be borrowed, and decays) rather than
+  // wait for this arena's own growth or decay epoch.
+  const uint64_t growths = g_pac_growths.load(std::memory_order_relaxed);
+  if (sec_seen_growths_.load(std::memory_order_relaxed) != growths &&
+      sec_seen_growths_.exchange(growths, std::memory_order_relaxed) != growths &&
+      sec_.npages() != 0) {
+    flush_sec(/*for_growth=*/true);
+  }
   EdataList evicted;
   sec_.put_batch(es, n, &evicted);
   while (Edata* x = evicted.front()) {

@@ -305,6 +305,8 @@ class Pac {
 
   PacCore core_;
   Sec sec_;  // ours, opt.extent_cache_bytes (sec.h)
+  /// g_pac_growths when a free last looked: a free that finds it moved flushes the Sec first.
+  std::atomic<uint64_t> sec_seen_growths_{0};
   DecayPipeline decay_dirty_;
   DecayPipeline decay_muzzy_;
   std::atomic<size_t> nactive_{0};

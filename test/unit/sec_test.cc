@@ -94,6 +94,24 @@ TEST(Sec, FlushedAndCoalescedBeforeGrowth) {
 // Any other flush (decay epoch, statistics, purge) keeps each extent whole: a freed 16 KiB
 // extent and its freed one-page neighbour reach the ecache as two extents, so that the next
 // requests of those sizes get them back as they were.
+// Some arena (any Pac of the process) faulted pages in: the next free here first sends what the
+// cache holds to the ecache, where it coalesces, can be borrowed and decays.
+TEST(Sec, AGrowthAnywhereFlushesTheCacheAtTheNextFree) {
+  Pac* pac = make_cached_pac(size_t{1} << 20);
+  Edata* a = pac->alloc(4 * kKiB, kPg, false);
+  Edata* b = pac->alloc(8 * kKiB, kPg, false);
+  Edata* c = pac->alloc(8 * kKiB, kPg, false);
+  ASSERT_TRUE(a && b && c);
+  pac->dalloc(a);
+  pac->dalloc(b);
+  EXPECT_TRUE(ecache_sizes(core(pac).ecache_dirty).empty());
+  g_pac_growths.fetch_add(1);
+  pac->dalloc(c);
+  EXPECT_FALSE(ecache_sizes(core(pac).ecache_dirty).empty());
+  EXPECT_EQ(core(pac).ecache_dirty.npages(), 3u);  // a and b; c is cached
+  EXPECT_EQ(pac->ndirty(), 5u);
+}
+
 TEST(Sec, StatisticsFlushKeepsExtentsWhole) {
   Pac* pac = make_cached_pac(size_t{1} << 20);
   Edata* a = pac->alloc(16 * kKiB, kPg, false);
