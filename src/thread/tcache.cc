@@ -275,6 +275,7 @@ void shrink(Tcache* t, szind_t binind, unsigned cap) {
   if (bin.ncached() > cap) flush_bin(t, binind, cap);
   bin.full = CacheBin::low_bits(g->slots[binind] + g_tcache_geo.grow_max[binind] - cap);
   g->grown_bytes -= (old - cap) * sz::index2size(binind);
+  t->slow().any_grown = g->grown_bytes != 0;
 }
 
 // Whether some arena took retained or new pages since this cache last looked.
@@ -329,7 +330,32 @@ bool try_grow(Tcache* t, szind_t binind) {
   }
   bin.full = CacheBin::low_bits(g->slots[binind] + gmax - target);
   g->grown_bytes += (target - cap) * size;
+  t->slow().any_grown = true;
   g->idle_visits[binind] = 0;
+  return true;
+}
+
+// GC step on bin `binind` of a cache with grown bins: first gives everything grown back if
+// pages were faulted in since the cache last looked; then, for a bin still grown, items unused
+// over one visit say little about a burst's cycle, so only kGrowIdleVisits such visits in a row
+// start shrinking it (by half per visit from then on). True when the bin was handled here (a
+// grown bin), false for 5.3.0's rule.
+JE_NOINLINE_COLD bool gc_grown(Tcache* t, szind_t binind) {
+  TcacheGrow* g = t->slow().grow;
+  if (pages_grew(g)) release_grown(t);
+  CacheBin& bin = t->bin(binind);
+  if (!g->in_grown[binind] || bin.ncached_max() <= g_tcache_geo.ncached_max[binind]) return false;
+  if (bin.nlow_water() == 0) {
+    g->idle_visits[binind] = 0;
+  } else {
+    g->ran_dry[binind] = false;
+    if (g->idle_visits[binind] < kGrowIdleVisits) {
+      g->idle_visits[binind]++;
+    } else {
+      shrink(t, binind, bin.ncached_max() / 2 & ~1u);
+    }
+  }
+  bin.reset_low_water();
   return true;
 }
 
@@ -462,34 +488,16 @@ void tcache_flush_all(Tcache* t) {
   }
 }
 
-void tcache_gc_step(Tcache* t) {
-  if (t->cold == nullptr) return;
-  TcacheSlow& s = t->slow();
-  szind_t binind = s.next_gc_bin;
+namespace {
+
+// One GC visit of bin `binind` by 5.3.0's rule: 3/4 of what stayed unused since the last visit
+// is flushed and the fill size adapts.
+JE_ALWAYS_INLINE void gc_visit(Tcache* t, TcacheSlow& s, szind_t binind) {
   CacheBin& bin = t->bin(binind);
   unsigned low_water = bin.nlow_water();
   unsigned ncached = bin.ncached();
-  TcacheGrow* g = s.grow;
-  if (g != nullptr && g->grown_bytes != 0 && pages_grew(g)) release_grown(t);
-  if (g != nullptr && g->in_grown[binind] && bin.ncached_max() > g_tcache_geo.ncached_max[binind]) {
-    // A grown bin: items unused over one visit say little about a burst's cycle; only
-    // kGrowIdleVisits such visits in a row start shrinking it (by half per visit from then on).
-    if (low_water == 0) {
-      g->idle_visits[binind] = 0;
-    } else {
-      g->ran_dry[binind] = false;
-      if (g->idle_visits[binind] < kGrowIdleVisits) {
-        g->idle_visits[binind]++;
-      } else {
-        shrink(t, binind, bin.ncached_max() / 2 & ~1u);
-      }
-    }
-    bin.reset_low_water();
-    if (++s.next_gc_bin >= g_tcache_geo.nhbins) s.next_gc_bin = 0;
-    return;
-  }
-  if (g != nullptr && low_water > 0) g->ran_dry[binind] = false;
   if (low_water > 0) {
+    if (TcacheGrow* g = s.grow) g->ran_dry[binind] = false;
     // Unused since the last visit: flush (ceiling) 3/4 of it.
     unsigned rem = ncached - low_water + (low_water >> 2);
     if (binind < sc::kNBins) {
@@ -515,6 +523,31 @@ void tcache_gc_step(Tcache* t) {
   }
   bin.reset_low_water();
   if (++s.next_gc_bin >= g_tcache_geo.nhbins) s.next_gc_bin = 0;
+}
+
+// The GC step of a cache with grown bins (ours): gc_grown's rule for a grown bin, 5.3.0's for
+// the others.
+JE_NOINLINE_COLD void gc_step_grown(Tcache* t) {
+  TcacheSlow& s = t->slow();
+  const szind_t binind = s.next_gc_bin;
+  if (!gc_grown(t, binind)) {
+    gc_visit(t, s, binind);
+    return;
+  }
+  if (++s.next_gc_bin >= g_tcache_geo.nhbins) s.next_gc_bin = 0;
+}
+
+}  // namespace
+
+void tcache_gc_step(Tcache* t) {
+  if (t->cold == nullptr) return;
+  TcacheSlow& s = t->slow();
+  // One flag test while no bin is grown (the GC step runs every 64 KiB of a thread's traffic).
+  if (JE_UNLIKELY(s.any_grown)) {
+    gc_step_grown(t);
+    return;
+  }
+  gc_visit(t, s, s.next_gc_bin);
 }
 
 size_t tcache_bytes(const Arena* arena) {

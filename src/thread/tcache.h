@@ -93,7 +93,8 @@ struct TcacheSlow {
   void** stack = nullptr;                      // backing memory of all bins' slots
   bool stack_owned = true;                     // false: carved from the explicit cache's own block
   Tcache* owner = nullptr;
-  TcacheGrow* grow = nullptr;  // ours: automatic caches only, allocated at the first growth
+  TcacheGrow* grow = nullptr;  // ours: automatic caches only (tcache_grow_bytes != 0)
+  bool any_grown = false;      // ours: grow->grown_bytes != 0 (one test for the GC step)
   QlLink<TcacheSlow> link;  // list of live caches (stats.arenas.<i>.tcache_bytes)
 };
 
