@@ -269,16 +269,16 @@ constexpr Mode kModes[] = {{"noop", mode_noop},   {"gdump", mode_gdump}, {"grow"
 
 TEST(prof_gdump_dumps_at_each_new_high_water_mark) {
   if (!profiling_built()) return;
-  char stem[64], prefix[128], conf[256];
+  char stem[64], prefix[512], conf[768];
   std::snprintf(stem, sizeof(stem), "prof_gdump_test_%d", static_cast<int>(getpid()));
-  std::snprintf(prefix, sizeof(prefix), "/tmp/%s", stem);
+  std::snprintf(prefix, sizeof(prefix), "%s/%s", scratch_dir(), stem);
   std::snprintf(conf, sizeof(conf), "prof:true,prof_gdump:true,prof_prefix:%s", prefix);
   Child c;
   bool ran = child(&c, "gdump", conf, prefix);
   long long pid = ran ? value(c, "pid") : -1;
   long long max_n = -1;
   bool ordered = true;
-  int n = pid < 0 ? 0 : count_udumps("/tmp", stem, pid, &max_n, &ordered, true);
+  int n = pid < 0 ? 0 : count_udumps(scratch_dir(), stem, pid, &max_n, &ordered, true);
   if (!ran) return;
   EXPECT_CHILD(c, "steps_that_dumped", kEq, 6);
   EXPECT_CHILD(c, "below_max_dumps", kEq, 0);
@@ -295,14 +295,14 @@ TEST(prof_gdump_dumps_at_each_new_high_water_mark) {
 
 TEST(prof_gdump_off_by_default_and_with_empty_prefix) {
   if (!profiling_built()) return;
-  char stem[64], conf[256];
+  char stem[64], conf[768];
   std::snprintf(stem, sizeof(stem), "prof_gdump_test_%d", static_cast<int>(getpid()));
   // prof_gdump false (the default): no .u files.
-  std::snprintf(conf, sizeof(conf), "prof:true,prof_prefix:/tmp/%s", stem);
+  std::snprintf(conf, sizeof(conf), "prof:true,prof_prefix:%s/%s", scratch_dir(), stem);
   Child c;
   if (child(&c, "grow", conf)) {
     long long max_n;
-    EXPECT_EQ(count_udumps("/tmp", stem, value(c, "pid"), &max_n, nullptr, true), 0);
+    EXPECT_EQ(count_udumps(scratch_dir(), stem, value(c, "pid"), &max_n, nullptr, true), 0);
   }
   // prof_prefix:"" turns every automatic dump off: the names would start with ".<pid>." in
   // the working directory.

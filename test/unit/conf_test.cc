@@ -166,7 +166,7 @@ constexpr Valid kValid[] = {
     {"extent_cache_bytes", "0", "extent_cache_bytes", "0"},
     {"tcache_grow_bytes", "0", "tcache_grow_bytes", "0"},
     {"prof", "true", "prof", "true"},
-    {"prof_prefix", "/tmp/x", "prof_prefix", "/tmp/x"},
+    {"prof_prefix", "dumps/x", "prof_prefix", "dumps/x"},
     {"prof_active", "false", "prof_active", "false"},
     {"prof_thread_active_init", "false", "prof_thread_active_init", "false"},
     {"lg_prof_sample", "12", "lg_prof_sample", "12"},

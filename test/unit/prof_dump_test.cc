@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -19,10 +20,9 @@ namespace {
 // Runs `fill` on a writer over a temporary file and returns what it wrote.
 template <class F>
 std::string written(F fill, bool* ok = nullptr) {
-  char path[] = "/tmp/prof_dump_test.XXXXXX";
-  int fd = mkstemp(path);
+  // An anonymous file: no path, nothing left behind.
+  int fd = memfd_create("prof_dump_test", 0);
   EXPECT_GE(fd, 0);
-  unlink(path);
   je::ProfDumpWriter w(fd);
   fill(w);
   bool flushed = w.flush();

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <string>
@@ -98,10 +99,9 @@ TEST(ProfJson, LongOutputArrivesInPieces) {
 }
 
 TEST(ProfJson, FdSink) {
-  char path[] = "/tmp/prof_json_test.XXXXXX";
-  int fd = mkstemp(path);
+  // An anonymous file: no path, nothing left behind.
+  int fd = memfd_create("prof_json_test", 0);
   ASSERT_GE(fd, 0);
-  unlink(path);
   je::ProfFdSink sink{fd, true};
   {
     je::ProfJson j(je::prof_json_fd_write, &sink);
