@@ -62,6 +62,12 @@ unsigned small_slots(szind_t binind) {
   return candidate <= hi ? candidate : hi;
 }
 
+// Metadata of the global base (never freed), nullptr on OOM.
+void* global_meta(size_t size, size_t alignment) {
+  Base* b0 = base_global();
+  return b0 == nullptr ? nullptr : b0->alloc(size, alignment);
+}
+
 // The automatic caches' cold parts: metadata of the global base (never freed), kept on a free
 // list under g_tcaches_mtx when their thread has gone.
 constinit TcacheCold* g_cold_free = nullptr;
@@ -74,8 +80,7 @@ TcacheCold* cold_get() {
       return c;
     }
   }
-  Base* b0 = base_global();
-  void* p = b0 == nullptr ? nullptr : b0->alloc(sizeof(TcacheCold), alignof(TcacheCold));
+  void* p = global_meta(sizeof(TcacheCold), alignof(TcacheCold));
   return p == nullptr ? nullptr : new (p) TcacheCold{};
 }
 
@@ -176,8 +181,7 @@ bool tcache_init(Tcache* t, Arena* arena, void** stack, TcacheCold* cold) {
   t->cold = new (cold) TcacheCold{};
   if (owned && g.grow_bytes != 0) {
     if (grow == nullptr) {
-      Base* b0 = base_global();
-      void* m = b0 == nullptr ? nullptr : b0->alloc(sizeof(TcacheGrow), alignof(TcacheGrow));
+      void* m = global_meta(sizeof(TcacheGrow), alignof(TcacheGrow));
       if (m != nullptr) grow = new (m) TcacheGrow{};
     }
     if (grow != nullptr) {
@@ -313,8 +317,7 @@ bool try_grow(Tcache* t, szind_t binind) {
   if (target <= cap) return false;
   if (!g->in_grown[binind]) {
     if (g->slots[binind] == nullptr) {
-      Base* b0 = base_global();
-      void* m = b0 == nullptr ? nullptr : b0->alloc(gmax * sizeof(void*), kCacheline);
+      void* m = global_meta(gmax * sizeof(void*), kCacheline);
       if (m == nullptr) return false;
       g->slots[binind] = static_cast<void**>(m);
     }
