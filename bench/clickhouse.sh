@@ -34,6 +34,7 @@ ONLY=""
 EXTRA_CONF=""
 KEEP_LOGS=0
 GENERATE_ONLY=0
+CENSUS=1
 declare -a LIB_NAMES=()
 declare -A LIB_PATH=()
 declare -A LIB_CONF=()
@@ -82,6 +83,10 @@ Places:
   --no-install        fail instead of running apt-get when ClickHouse is missing
   --keep-logs         keep each server's full log in OUT/logs (default: the
                       error log only)
+  --no-census         do not preload bench/mmap_census.c's library, which counts
+                      the memory ClickHouse maps itself (blocks of 64 MiB and
+                      more; their first touches are faults no allocator can
+                      avoid) and reports it per query as the fault floor
   --generate-only     generate (or check) the table in the work directory and
                       stop
 EOF
@@ -147,6 +152,7 @@ while (($#)); do
         --port) PORT=$(parse_count "$2"); shift 2 ;;
         --no-install) INSTALL=0; shift ;;
         --keep-logs) KEEP_LOGS=1; shift ;;
+        --no-census) CENSUS=0; shift ;;
         --generate-only) GENERATE_ONLY=1; shift ;;
         --list-queries)
             for q in ${ALL_QUERIES//,/ }; do printf '%-18s %s\n' "$q" "${QUERY_SQL[$q]}"; done
@@ -250,6 +256,26 @@ for n in "${LIB_NAMES[@]}"; do
     cp -L "$src" "$LIBS_DIR/$n/libjemalloc.so.2"
 done
 
+# The census library (bench/mmap_census.c), built into the work directory: preloaded into the
+# measured servers, it logs the anonymous memory ClickHouse maps itself and, when that goes,
+# how many of its pages were touched (mincore): faults that no allocator can avoid.
+CENSUS_LIB=""
+if ((CENSUS)); then
+    CENSUS_LIB=$WORKDIR/mmap_census.so
+    ${CC:-cc} -O2 -shared -fPIC -o "$CENSUS_LIB" "$SCRIPT_DIR/mmap_census.c" -ldl \
+        || die "could not build $SCRIPT_DIR/mmap_census.c (--no-census runs without it)"
+    # Self-check: a 4 MiB mapping with 2 pages touched must be logged as such.
+    rm -f "$WORKDIR/census-check.log"
+    env LD_PRELOAD="$CENSUS_LIB" MMAP_CENSUS_OUT="$WORKDIR/census-check.log" \
+        MMAP_CENSUS_MIN=$((4 << 20)) python3 -c '
+import mmap
+m = mmap.mmap(-1, 4 << 20)
+m[0:1] = b"x"; m[8192:8193] = b"y"
+m.close()'
+    [[ $(tr '\n' ' ' <"$WORKDIR/census-check.log" 2>/dev/null) == "map 4194304 unmap 4194304 2 " ]] \
+        || die "the census library miscounts a test mapping: $(cat "$WORKDIR/census-check.log" 2>/dev/null)"
+fi
+
 # ---------------------------------------------------------------- server
 SERVER_PID=""
 SERVER_DIR=""
@@ -335,6 +361,8 @@ start_server() {
     write_config "$SERVER_DIR" "$DATA" "${3-}"
     local -a envs=(env -u LD_PRELOAD -u MALLOC_CONF -u LD_LIBRARY_PATH)
     [[ -n $libdir ]] && envs+=("LD_LIBRARY_PATH=$libdir")
+    [[ -n $libdir && -n $CENSUS_LIB ]] \
+        && envs+=("LD_PRELOAD=$CENSUS_LIB" "MMAP_CENSUS_OUT=$SERVER_DIR/census.log")
     [[ -n $conf ]] && envs+=("MALLOC_CONF=$conf")
     "${envs[@]}" "$CH_SERVER" --config-file="$SERVER_DIR/config.xml" \
         >"$SERVER_DIR/log/stdout" 2>&1 &
@@ -380,6 +408,16 @@ proc_minflt() {       # minor faults of PID so far
     s=${s##*) }        # fields from 3 (state) on
     set -- $s
     echo "${8}"
+}
+
+# census_sum FROM_LINE -> "MAPPED_KIB,TOUCHED_PAGES" of the census lines after line FROM_LINE
+# (empty fields without the census).
+census_lines() { [[ -n $CENSUS_LIB && -f $SERVER_DIR/census.log ]] && wc -l <"$SERVER_DIR/census.log" || echo 0; }
+census_sum() {
+    [[ -n $CENSUS_LIB ]] || { echo ","; return; }
+    [[ -f $SERVER_DIR/census.log ]] || { echo "0,0"; return; }
+    awk -v from="$1" 'NR > from && $1 == "map" { m += $2 } NR > from && $1 == "unmap" { t += $3 }
+        END { printf "%d,%d\n", m / 1024, t }' "$SERVER_DIR/census.log"
 }
 
 proc_status_kib() {   # PID FIELD -> value in KiB
@@ -550,7 +588,7 @@ fi
 cp "$DATA/.bench-hits-stats" "$OUT/table-stats.tsv" 2>/dev/null || true
 
 RAW=$OUT/raw.csv
-echo "start,slot,lib,query,run,time_s,wall_s,minflt,majflt_delta,peak_kib,rss_kib,rss_before_kib,hwm_reset" >"$RAW"
+echo "start,slot,lib,query,run,time_s,wall_s,minflt,majflt_delta,peak_kib,rss_kib,rss_before_kib,hwm_reset,own_map_kib,own_touched_pages" >"$RAW"
 SERVERS=$OUT/servers.csv
 echo "start,slot,lib,pid,startup_rss_kib,startup_minflt,life_peak_kib,final_rss_kib,total_minflt,mapped,idle_s,idle_rss_kib" >"$SERVERS"
 
@@ -584,6 +622,7 @@ for ((s = 1; s <= STARTS; s++)); do
                 # Writing 5 to clear_refs resets VmHWM to the current RSS,
                 # so VmHWM after the query is the peak of this query alone.
                 if echo 5 >"/proc/$pid/clear_refs" 2>/dev/null; then reset=1; else reset=0; fi
+                c0=$(census_lines)
                 f0=$(proc_minflt "$pid"); m0=$(proc_majflt "$pid")
                 w0=$(date +%s%N)
                 tfile=$SERVER_DIR/time.txt
@@ -597,7 +636,8 @@ for ((s = 1; s <= STARTS; s++)); do
                 t=$(tail -n 1 "$tfile")
                 [[ $t =~ ^[0-9.]+$ ]] || die "no time from clickhouse-client --time: $(cat "$tfile")"
                 wall=$(awk -v a="$w0" -v b="$w1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
-                echo "$s,$((k + 1)),$n,$q,$r,$t,$wall,$((f1 - f0)),$((m1 - m0)),$peak,$rss,$rss_before,$reset" >>"$RAW"
+                own=$(census_sum "$c0")
+                echo "$s,$((k + 1)),$n,$q,$r,$t,$wall,$((f1 - f0)),$((m1 - m0)),$peak,$rss,$rss_before,$reset,$own" >>"$RAW"
                 printf '  %-18s run %d: %6.2f s  %8d faults  peak %7d MiB  after %7d MiB\n' \
                     "$q" "$r" "$t" $((f1 - f0)) $((peak / 1024)) $((rss / 1024)) >&2
             done

@@ -205,6 +205,14 @@ def main():
             "after": med([int(r["rss_kib"]) for r in after_src]),
             "n": len(rs),
         }
+        # The census (bench/mmap_census.c): what ClickHouse mapped itself during each repeat
+        # run and how many of those pages it touched; the faults beyond are the allocator's
+        # (and the rest of the server's).
+        own = [r for r in rep if r.get("own_touched_pages")]
+        if own:
+            d["own_map"] = med([int(r["own_map_kib"]) for r in own])
+            d["own_touched"] = med([int(r["own_touched_pages"]) for r in own])
+            d["beyond"] = med([int(r["minflt"]) - int(r["own_touched_pages"]) for r in own])
         return d
 
     st = {(q, n): stats_for(q, n) for q in queries for n in libs}
@@ -244,6 +252,33 @@ def main():
     for q in queries:
         w("- `%s`: `%s`" % (q, sql.get(q, "?")))
     w("")
+
+    # The fault floor (census).
+    if any(d and "beyond" in d for d in st.values()):
+        w("## Faults beyond ClickHouse's own memory")
+        w("")
+        w("ClickHouse maps blocks of 64 MiB and more itself (mmap, not malloc). The census "
+          "library (`bench/mmap_census.c`, preloaded) logs those mappings and, when each goes, "
+          "how many of its pages were touched: every such page is a first-touch fault under "
+          "any allocator. Medians over the repeat runs: what ClickHouse mapped itself, the "
+          "pages of it touched, the server's faults, and the faults beyond the touched pages "
+          "(the allocator's share, with the rest of the server's).%s" % (
+              " Ratios against `%s`." % BASELINE if have_base else ""))
+        w("")
+        w("| query | library | own mappings | own pages touched | faults rep | faults beyond |")
+        w("|---|---|---:|---:|---:|---:|")
+        for q in queries:
+            b = st.get((q, BASELINE)) if have_base else None
+            for n in libs:
+                d = st[(q, n)]
+                if d is None or "beyond" not in d:
+                    continue
+                isb = n == BASELINE
+                w("| %s | %s | %s | %s | %s | %s |" % (
+                    q, n, fmt_num(d["own_map"], "mib"), fmt_num(d["own_touched"], "n"),
+                    cell(d["fr"], b and b["fr"], "n", is_base=isb),
+                    cell(d["beyond"], b and b.get("beyond"), "n", is_base=isb)))
+        w("")
 
     # Whole server lives.
     if servers:
