@@ -218,6 +218,16 @@ def main():
     st = {(q, n): stats_for(q, n) for q in queries for n in libs}
     sql = meta.get("sql", {})
     have_base = BASELINE in libs
+
+    def table_rows(need=None):
+        """(query, library, its stats, the baseline's, is it the baseline) per table row."""
+        for q in queries:
+            b = st.get((q, BASELINE)) if have_base else None
+            for n in libs:
+                d = st[(q, n)]
+                if d is not None and (need is None or need in d):
+                    yield q, n, d, b, n == BASELINE
+
     w("## Per query")
     w("")
     w("Medians. *1st*: the first run of the query in each server start; *rep*: "
@@ -231,21 +241,15 @@ def main():
     w("")
     w("| query | library | time 1st | time rep | faults 1st | faults rep | peak RSS | RSS after |")
     w("|---|---|---:|---:|---:|---:|---:|---:|")
-    for q in queries:
-        b = st.get((q, BASELINE)) if have_base else None
-        for n in libs:
-            d = st[(q, n)]
-            if d is None:
-                continue
-            isb = n == BASELINE
-            w("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                q, n,
-                cell(d["t1"], b and b["t1"], "s", is_base=isb),
-                cell(d["tr"], b and b["tr"], "s", d["tr_sp"], isb),
-                cell(d["f1"], b and b["f1"], "n", is_base=isb),
-                cell(d["fr"], b and b["fr"], "n", d["fr_sp"], isb),
-                cell(d["peak"], b and b["peak"], "mib", is_base=isb),
-                cell(d["after"], b and b["after"], "mib", is_base=isb)))
+    for q, n, d, b, isb in table_rows():
+        w("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            q, n,
+            cell(d["t1"], b and b["t1"], "s", is_base=isb),
+            cell(d["tr"], b and b["tr"], "s", d["tr_sp"], isb),
+            cell(d["f1"], b and b["f1"], "n", is_base=isb),
+            cell(d["fr"], b and b["fr"], "n", d["fr_sp"], isb),
+            cell(d["peak"], b and b["peak"], "mib", is_base=isb),
+            cell(d["after"], b and b["after"], "mib", is_base=isb)))
     w("")
     w("Queries:")
     w("")
@@ -267,17 +271,11 @@ def main():
         w("")
         w("| query | library | own mappings | own pages touched | faults rep | faults beyond |")
         w("|---|---|---:|---:|---:|---:|")
-        for q in queries:
-            b = st.get((q, BASELINE)) if have_base else None
-            for n in libs:
-                d = st[(q, n)]
-                if d is None or "beyond" not in d:
-                    continue
-                isb = n == BASELINE
-                w("| %s | %s | %s | %s | %s | %s |" % (
-                    q, n, fmt_num(d["own_map"], "mib"), fmt_num(d["own_touched"], "n"),
-                    cell(d["fr"], b and b["fr"], "n", is_base=isb),
-                    cell(d["beyond"], b and b.get("beyond"), "n", is_base=isb)))
+        for q, n, d, b, isb in table_rows("beyond"):
+            w("| %s | %s | %s | %s | %s | %s |" % (
+                q, n, fmt_num(d["own_map"], "mib"), fmt_num(d["own_touched"], "n"),
+                cell(d["fr"], b and b["fr"], "n", is_base=isb),
+                cell(d["beyond"], b and b.get("beyond"), "n", is_base=isb)))
         w("")
 
     # Whole server lives.
