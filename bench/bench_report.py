@@ -376,28 +376,43 @@ def plot_traces(pdir, term, trace_dir, wname, allocs):
     for col, what, ylabel in ((2, "faults", "minor faults per iteration (mean per thread)"),
                               (5, "rss", "RSS after the iteration (MiB)")):
         values = []
-        for _, p in files:
+        per_alloc = {}  # each allocator's values after the first iteration, for its key entry
+        for n, p in files:
+            mine = []
             with open(p) as tf:
                 for line in tf:
                     parts = line.split()
                     if len(parts) >= col and not line.startswith("#"):
                         try:
-                            values.append(float(parts[col - 1]))
+                            v = float(parts[col - 1])
                         except ValueError:
-                            pass
-        log = col == 2 and wants_log([v for v in values if v > 0] + [0.1])
+                            continue
+                        values.append(v)
+                        mine.append(v)
+            per_alloc[n] = mine[1:] or mine
+        log = wants_log([v for v in values if v > 0] + ([0.1] if col == 2 else []))
         gp = os.path.join(pdir, "%s_%s.gp" % (wname, what))
         png = os.path.join(pdir, "%s_%s.png" % (wname, what))
+
+        # Lines of allocators that behave alike lie on each other: the key says each one's
+        # figure, and the first allocators (ours) are drawn last, on top.
+        def key(n):
+            v = per_alloc[n]
+            if not v:
+                return n
+            if col == 2:
+                return "%s: median %s/iter" % (n, fmt(median(v)))
+            return "%s: %.1f MiB at the end" % (n, v[-1] / 1048576.0)
         with open(gp, "w") as f:
             f.write("set terminal %s size 1000,520 noenhanced font ',11'\n" % term)
             f.write("set output %s\n" % gp_quote(png))
             f.write("set title %s\n" % gp_quote("%s: %s%s" % (
                 wname, ylabel, "\nlog scale; an iteration without faults is drawn at the 0 tic"
-                if log else "")))
+                if log and col == 2 else "\nlog scale" if log else "")))
             f.write("set xlabel 'iteration'\nset ylabel %s\n"
                     % gp_quote(("faults per iteration" if col == 2 else "RSS (MiB)")
                                + (" (log scale)" if log else "")))
-            f.write("set key outside right top\nset grid\n")
+            f.write("set key outside right top invert\nset grid\n")  # key in the allocators' order
             if col == 2:
                 y = "($2 > 0.1 ? $2 : 0.1)" if log else "2"
                 if log:
@@ -406,10 +421,12 @@ def plot_traces(pdir, term, trace_dir, wname, allocs):
                     f.write("set format y '%g'\nset ytics add ('0' 0.1)\n")
             else:
                 y = "($5/1048576.0)"
-                f.write("set yrange [0:*]\n")
-            f.write("plot " + ", ".join("%s using 1:%s with lines lw 2 title %s"
-                                        % (gp_quote(p), y, gp_quote(n))
-                                        for n, p in files) + "\n")
+                f.write("set logscale y 10\nset format y '%g'\n" if log else "set yrange [0:*]\n")
+            order = list(enumerate(files))[::-1]
+            f.write("plot " + ", ".join(
+                "%s using 1:%s with lines lw %d lc %d title %s"
+                % (gp_quote(p), y, 3 if i == 0 else 2, i + 1, gp_quote(key(n)))
+                for i, (n, p) in order) + "\n")
         if run_gnuplot(gp):
             made.append(png)
     return made
