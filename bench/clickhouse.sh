@@ -410,9 +410,10 @@ proc_minflt() {       # minor faults of PID so far
     echo "${8}"
 }
 
+# census_lines -> lines in the census log so far (0 without it).
+census_lines() { [[ -n $CENSUS_LIB && -f $SERVER_DIR/census.log ]] && wc -l <"$SERVER_DIR/census.log" || echo 0; }
 # census_sum FROM_LINE -> "MAPPED_KIB,TOUCHED_PAGES" of the census lines after line FROM_LINE
 # (empty fields without the census).
-census_lines() { [[ -n $CENSUS_LIB && -f $SERVER_DIR/census.log ]] && wc -l <"$SERVER_DIR/census.log" || echo 0; }
 census_sum() {
     [[ -n $CENSUS_LIB ]] || { echo ","; return; }
     [[ -f $SERVER_DIR/census.log ]] || { echo "0,0"; return; }

@@ -122,8 +122,9 @@ static void track(uintptr_t addr, size_t len, int report) {
 
 /* The tracked region starting at addr loses its first `len` bytes (all of it when len is 0
  * or covers it). With `report`, the touched pages of what goes are reported as an unmap;
- * without (mremap), they move on with the new mapping and are reported when that goes. */
-static void untrack(uintptr_t addr, size_t len, int report) {
+ * without (mremap), they move on with the new mapping and are reported when that goes.
+ * Whether such a region was tracked. */
+static int untrack(uintptr_t addr, size_t len, int report) {
   size_t gone = 0;
   lock();
   for (int i = 0; i < kMaxTracked; i++) {
@@ -141,6 +142,7 @@ static void untrack(uintptr_t addr, size_t len, int report) {
   }
   unlock();
   if (gone != 0 && report) emit("unmap", gone, touched_pages(addr, gone));
+  return gone != 0;
 }
 
 void* mmap(void* a, size_t len, int prot, int flags, int fd, off_t off) {
@@ -156,7 +158,7 @@ void* mmap64(void* a, size_t len, int prot, int flags, int fd, off_t off)
     __attribute__((alias("mmap")));
 
 int munmap(void* a, size_t len) {
-  untrack((uintptr_t)a, (len + kPage - 1) & ~(size_t)(kPage - 1), 1);
+  (void)untrack((uintptr_t)a, (len + kPage - 1) & ~(size_t)(kPage - 1), 1);
   return (int)syscall(SYS_munmap, a, len);
 }
 
@@ -170,12 +172,8 @@ void* mremap(void* old, size_t old_len, size_t new_len, int flags, ...) {
   }
   void* r = (void*)syscall(SYS_mremap, old, old_len, new_len, flags, fixed);
   if (r == MAP_FAILED) return r;
-  int tracked = 0;
-  lock();
-  for (int i = 0; i < kMaxTracked; i++) tracked |= g_regions[i].len != 0 && g_regions[i].addr == (uintptr_t)old;
-  unlock();
-  if (tracked) {
-    untrack((uintptr_t)old, 0, 0);  /* its pages moved: counted when the new mapping goes */
+  if (untrack((uintptr_t)old, 0, 0)) {
+    /* An own mapping: its pages moved with it and are counted when the new one goes. */
     track((uintptr_t)r, new_len, 0);
   } else if (new_len >= g_min && own_caller(__builtin_return_address(0))) {
     track((uintptr_t)r, new_len, 1);
