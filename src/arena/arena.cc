@@ -22,6 +22,8 @@ namespace {
 
 constexpr size_t kPage = config::kPage;
 constexpr size_t kArena0OversizeThreshold = size_t{8} << 20;
+/// The oversize arena's first retained region with opt.oversize_hold (PacOptions::grow_start).
+constexpr size_t kOversizeGrowStart = size_t{256} << 20;
 
 /// Per-thread arena state: decay pacing (arenas advance decay every ~1000 allocation events of a
 /// thread, a uniformly random period with that mean so threads do not fire in lock step) and the
@@ -73,6 +75,11 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
   // frees stay within the hold, over the window the other arenas decay in.
   if (g_arena_opt.oversize_hold && arenas_huge_enabled() && ind == arenas_huge_ind() && !manual) {
     o.immediate_hold_ms = arenas_dirty_decay_ms_default();
+    // Held blocks serve the next round only where they lie side by side: a free merges with
+    // its neighbours, and the round's bigger blocks fit into what its smaller ones freed. The
+    // growth series from 2 MiB would map about one region per block; one big reservation
+    // (address space, no pages) keeps a round's blocks together.
+    o.grow_start = kOversizeGrowStart;
   }
   o.extent_cache_bytes = g_arena_opt.extent_cache_bytes;
   o.shares_hold_budget = !manual;
@@ -405,12 +412,14 @@ bool Arena::ralloc_large_no_move(Edata* e, size_t usize_min, size_t usize_max, b
 void Arena::dirty_added() {
   // With dirty_decay_ms 0 freed pages are purged at once, skipping muzzy (jemalloc's deferred
   // work after a free) -- down to the hold where the arena holds its frees (opt.oversize_hold);
-  // otherwise a background thread may need waking.
+  // otherwise a background thread may need waking. The free goes down to this arena's own
+  // hold; the process-wide share (arenas_hold_cap) is applied by its later decay steps (the
+  // idle sweep, a background thread). At the end of a round the arenas free one after another,
+  // and the oversize arena, freeing first, would find the budget still spent on the dips the
+  // others had earlier in the round, and purge blocks the next round asks for again.
   if (pac_.immediate_hold()) {
-    const uint64_t now = nstime_now_ns();
     bool advanced;
-    pac_.try_decay(ExtentState::kDirty, now, Pac::Eagerness::kAlways, &advanced,
-                   arenas_hold_cap(this, now));
+    pac_.try_decay(ExtentState::kDirty, nstime_now_ns(), Pac::Eagerness::kAlways, &advanced);
   } else if (pac_.decay_ms_get(ExtentState::kDirty) == 0) {
     pac_.decay_all(ExtentState::kDirty, /*fully=*/true);
   }

@@ -294,6 +294,7 @@ Edata* grow_retained(PacCore& pac, size_t size, size_t alignment, bool zero, boo
   size_t alloc_size = sz::pind2sz(pac.exp_grow.next);
   bool zeroed = false;
   bool committed = false;
+  bool fallback = false;
   void* ptr;
   Edata* lead;
   Edata* trail;
@@ -306,6 +307,14 @@ Edata* grow_retained(PacCore& pac, size_t size, size_t alignment, bool zero, boo
   e = pac.edata_cache.get();
   if (e == nullptr) goto fail;
   ptr = pac.ehooks.alloc(nullptr, alloc_size, kPage, &zeroed, &committed);
+  if (ptr == nullptr && sz::psz2ind(alloc_min) < pac.exp_grow.next + skip) {
+    // Ours: a series that starts big (PacOptions::grow_start) must not fail a request that a
+    // region of its own size would serve (RLIMIT_AS, a full address space). The series then
+    // stays where it was.
+    alloc_size = sz::pind2sz(sz::psz2ind(alloc_min));
+    fallback = true;
+    ptr = pac.ehooks.alloc(nullptr, alloc_size, kPage, &zeroed, &committed);
+  }
   if (ptr == nullptr) {
     pac.edata_cache.put(e);
     goto fail;
@@ -330,10 +339,12 @@ Edata* grow_retained(PacCore& pac, size_t size, size_t alignment, bool zero, boo
     goto fail;
   }
   // Only now, with every failure behind us, advance the series.
-  if (pac.exp_grow.next + skip + 1 <= pac.exp_grow.limit) {
-    pac.exp_grow.next += skip + 1;
-  } else {
-    pac.exp_grow.next = pac.exp_grow.limit;
+  if (!fallback) {
+    if (pac.exp_grow.next + skip + 1 <= pac.exp_grow.limit) {
+      pac.exp_grow.next += skip + 1;
+    } else {
+      pac.exp_grow.next = pac.exp_grow.limit;
+    }
   }
   pac.grow_mtx.unlock();
   if (zero && !e->zeroed) pac.ehooks.zero(e->base(), e->size);

@@ -39,7 +39,7 @@ bool Pac::init(const PacOptions& o) {
   dss_prec_set(o.ind, dss_prec_default());  // a new arena takes arena.4096.dss
   core_.ehooks.init(
       o.ind, o.hooks != nullptr ? o.hooks : const_cast<extent_hooks_t*>(&kDefaultExtentHooks));
-  core_.exp_grow.next = sz::psz2ind(config::kHugepage);
+  core_.exp_grow.next = sz::psz2ind(std::max(config::kHugepage, o.grow_start));
   core_.exp_grow.limit = sz::psz2ind(sc::kLargeMaxClass);
   decay_dirty_.decay.init(o.now_ns, o.dirty_decay_ms);
   decay_muzzy_.decay.init(o.now_ns, o.muzzy_decay_ms);
@@ -260,19 +260,34 @@ void Pac::note_active_grown(size_t npages) {
 void Pac::note_active_shrunk(size_t npages) {
   const size_t before = nactive_.fetch_sub(npages, std::memory_order_relaxed);
   if (shares_hold_budget_) hold_budget::publish(before, before - npages);
+  // The immediate hold's arena may see no decay step for longer than a window (its blocks often
+  // live through a whole query), so the level its active pages stood at until this free is
+  // kept for the decay step the free makes next (hold_pages_locked).
+  if (immediate_hold_ms_ != 0) {
+    size_t from = freed_from_.load(std::memory_order_relaxed);
+    while (before > from &&
+           !freed_from_.compare_exchange_weak(from, before, std::memory_order_relaxed)) {
+    }
+  }
 }
 
 size_t Pac::hold_pages_locked(uint64_t now_ns, int64_t ms) {
   if (!decay_hold_peak_) return 0;
+  const size_t freed_from =
+      immediate_hold_ms_ != 0 ? freed_from_.exchange(0, std::memory_order_relaxed) : 0;
   // ms * 1e6 / 2; even 2 * half fits in 64 bits for the largest decay time (Decay::kMaxMs).
   const uint64_t half = static_cast<uint64_t>(ms) * 500'000;
   const uint64_t elapsed = now_ns > peak_epoch_ns_ ? now_ns - peak_epoch_ns_ : 0;
   if (elapsed >= half) {
-    // A whole window without a rotation: the older peak is too old to count.
+    // A whole window without a rotation: the older peak is too old to count -- but not the
+    // level active stood at until a free since the last decay step: the immediate hold's arena
+    // steps at every free, so that level lasted until now. (Without this, the first free after
+    // a quiet stretch found its peak "stale" and purged its block at once, although it was
+    // freed from the peak this very moment.)
     const size_t active = nactive();
     const bool stale = elapsed >= 2 * half;
     const size_t cur = peak_cur_.exchange(active, std::memory_order_relaxed);
-    peak_prev_.store(stale ? active : cur, std::memory_order_relaxed);
+    peak_prev_.store(stale ? std::max(active, freed_from) : cur, std::memory_order_relaxed);
     peak_epoch_ns_ = now_ns;
   }
   return held_pages_locked();

@@ -56,6 +56,9 @@ struct PacOptions {
   /// extents dirty (no inline purge). 0: off. Needs decay_hold_peak.
   int64_t immediate_hold_ms = 0;
   bool shares_hold_budget = false;  // counted in the process-wide hold budget (HoldBudget)
+  /// Ours (with opt.oversize_hold, the huge arena): the first retained region it maps is at
+  /// least this big (address space only; ExpGrow goes on from there). 0: 5.3.0's series.
+  size_t grow_start = 0;
   size_t extent_cache_bytes = 0;    // opt.extent_cache_bytes (ours): the Sec's capacity, 0 = off
   size_t oversize_threshold = size_t{8} << 20;  // opt.oversize_threshold
   int64_t dirty_decay_ms = 10000;               // opt.dirty_decay_ms
@@ -88,7 +91,8 @@ size_t peak_pages(uint64_t now_ns, int64_t ms);
 extern constinit std::atomic<uint64_t> g_pac_growths;
 
 /// Growth series of retained address space (jemalloc exp_grow): page-size classes starting at
-/// 2 MiB, one class further per growth, capped by `limit` (arena.<i>.retain_grow_limit).
+/// 2 MiB (or PacOptions::grow_start), one class further per growth, capped by `limit`
+/// (arena.<i>.retain_grow_limit).
 struct ExpGrow {
   pszind_t next = 0;
   pszind_t limit = 0;
@@ -321,6 +325,9 @@ class Pac {
   std::atomic<size_t> peak_cur_{0};
   std::atomic<size_t> peak_prev_{0};
   uint64_t peak_epoch_ns_ = 0;
+  // The immediate hold: the highest active page count a free started from since the last
+  // decay step (0: no free since), which that step takes (hold_pages_locked).
+  std::atomic<size_t> freed_from_{0};
 
   friend class PacTestAccess;
 };

@@ -2,7 +2,12 @@
 // decay curve on a fake clock, the oversize shortcut, and the 4 KiB -> 16 KiB realloc pattern
 // at the page-allocator level, bounded vs unbounded coalescing in one run, and with our
 // reuse_before_grow.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "pac_fixture.h"
@@ -300,6 +305,92 @@ TEST(Pac, ImmediateHoldKeepsOversizeFreesUntilThePeakAgesOut) {
                                &advanced));
     EXPECT_EQ(pac->ndirty(), 0u);
   }
+}
+
+// Ours (opt.oversize_hold): blocks that outlive a whole window with no decay step in between
+// (a query's hash tables) are still freed from the peak: the first free after the quiet stretch
+// keeps its block within the hold instead of finding the peak stale. A decay step with no
+// free since the last one still lets a stale peak go, so an idle arena returns its pages.
+TEST(Pac, ImmediateHoldKeepsTheFirstFreeAfterAQuietWindow) {
+  constexpr size_t kBig = 16 << 20;
+  PacOptions o = opts(-1, -1);
+  o.immediate_hold_ms = 1000;
+  Pac* pac = make_pac(o);
+  const uint64_t t0 = uint64_t{1} << 43;
+  ASSERT_TRUE(pac->decay_ms_set(ExtentState::kDirty, 0, t0));
+  ASSERT_TRUE(pac->decay_ms_set(ExtentState::kMuzzy, 0, t0));
+  Edata* a = pac->alloc(kBig, kPg, false);
+  Edata* b = pac->alloc(kBig, kPg, false);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  bool advanced;
+  ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t0, Pac::Eagerness::kAlways, &advanced));
+  const uint64_t quiet = 3'000'000'000;  // three windows without a decay step
+  pac->dalloc(a);
+  ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t0 + quiet, Pac::Eagerness::kAlways,
+                             &advanced));
+  EXPECT_EQ(pac->ndirty(), kBig / kPg);  // freed from the peak of two blocks: held
+  EXPECT_EQ(pac->counter(PacCounter::oversize_purged), 0u);
+  pac->dalloc(b);
+  ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t0 + quiet + 1, Pac::Eagerness::kAlways,
+                             &advanced));
+  EXPECT_EQ(pac->ndirty(), 2 * kBig / kPg);
+  // Idle: the next step, a whole window later and with no free since, purges everything.
+  ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t0 + 2 * quiet, Pac::Eagerness::kAlways,
+                             &advanced));
+  EXPECT_EQ(pac->ndirty(), 0u);
+}
+
+// Ours (PacOptions::grow_start, the oversize arena with opt.oversize_hold): one big first
+// reservation keeps a round's blocks side by side, so that two freed neighbours merge into a
+// piece the round's next bigger block fits; the growth series from 2 MiB maps them apart.
+// Under an address-space limit below the reservation a block still gets a region of its own.
+TEST(Pac, GrowStartKeepsBlocksSideBySide) {
+  constexpr size_t kBlock = (8 << 20) + kPg;  // an 8 MiB block and its pad page
+  for (size_t start : {size_t{256} << 20, size_t{0}}) {
+    PacOptions o = opts(-1, -1);
+    o.grow_start = start;
+    Pac* pac = make_pac(o);
+    Edata* a = pac->alloc(kBlock, kPg, false);
+    Edata* b = pac->alloc(kBlock, kPg, false);
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(b->base() == a->past() || a->base() == b->past(), start != 0) << start;
+    if (start != 0) EXPECT_GE((pac->nretained() + 2 * kBlock / kPg) * kPg, start);
+    pac->dalloc(a);
+    pac->dalloc(b);
+    // The two freed neighbours serve a 16 MiB block without growing.
+    const size_t retained = pac->nretained();
+    Edata* c = pac->alloc((16 << 20) + kPg, kPg, false);
+    ASSERT_NE(c, nullptr);
+    if (start != 0) EXPECT_EQ(pac->nretained(), retained);
+    pac->dalloc(c);
+  }
+  // The fallback: a child process whose address space cannot take 256 MiB more.
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    struct rlimit rl;
+    long vm_kib = 0;
+    char line[256];
+    FILE* f = fopen("/proc/self/status", "r");
+    while (f != nullptr && fgets(line, sizeof line, f) != nullptr) {
+      if (strncmp(line, "VmSize:", 7) == 0) vm_kib = atol(line + 7);
+    }
+    if (f != nullptr) fclose(f);
+    rl.rlim_cur = rl.rlim_max = static_cast<rlim_t>(vm_kib) * 1024 + (64 << 20);
+    if (vm_kib == 0 || setrlimit(RLIMIT_AS, &rl) != 0) _exit(2);
+    PacOptions o = opts(-1, -1);
+    o.grow_start = size_t{256} << 20;
+    Pac* pac = make_pac(o);
+    Edata* a = pac->alloc(kBlock, kPg, false);
+    Edata* b = pac->alloc(kBlock, kPg, false);
+    _exit(a != nullptr && b != nullptr ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 // Ours (opt.decay_hold_peak's shared budget): a Pac that shares the budget publishes its
