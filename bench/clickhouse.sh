@@ -35,6 +35,7 @@ EXTRA_CONF=""
 KEEP_LOGS=0
 GENERATE_ONLY=0
 CENSUS=1
+TRACE=0
 declare -a LIB_NAMES=()
 declare -A LIB_PATH=()
 declare -A LIB_CONF=()
@@ -87,6 +88,10 @@ Places:
                       the memory ClickHouse maps itself (blocks of 64 MiB and
                       more; their first touches are faults no allocator can
                       avoid) and reports it per query as the fault floor
+  --trace             also preload bench/alloc_trace.c's library, which logs the
+                      server's allocations of 16 KiB and more (OUT/trace-NAME-START.bin)
+                      and the query runs' times (OUT/marks.csv) for bench/trace_replay;
+                      it slows the server down
   --generate-only     generate (or check) the table in the work directory and
                       stop
 EOF
@@ -153,6 +158,7 @@ while (($#)); do
         --no-install) INSTALL=0; shift ;;
         --keep-logs) KEEP_LOGS=1; shift ;;
         --no-census) CENSUS=0; shift ;;
+        --trace) TRACE=1; shift ;;
         --generate-only) GENERATE_ONLY=1; shift ;;
         --list-queries)
             for q in ${ALL_QUERIES//,/ }; do printf '%-18s %s\n' "$q" "${QUERY_SQL[$q]}"; done
@@ -276,6 +282,32 @@ m.close()'
         || die "the census library miscounts a test mapping: $(cat "$WORKDIR/census-check.log" 2>/dev/null)"
 fi
 
+# The allocation log (bench/alloc_trace.c, --trace): preloaded ahead of the census.
+TRACE_LIB=""
+TRACE_FILE=""  # set per server start by the measuring loop
+if ((TRACE)); then
+    TRACE_LIB=$WORKDIR/alloc_trace.so
+    ${CC:-cc} -O2 -shared -fPIC -I"$SCRIPT_DIR" -o "$TRACE_LIB" "$SCRIPT_DIR/alloc_trace.c" -ldl \
+        || die "could not build $SCRIPT_DIR/alloc_trace.c"
+fi
+
+# trim_trace FILE: cut the sparse log after its last record (the first 40-byte record whose
+# time is 0).
+trim_trace() {
+    python3 - "$1" <<'EOF'
+import sys
+path = sys.argv[1]
+with open(path, "r+b") as f:
+    n = 0
+    while True:
+        rec = f.read(40)
+        if len(rec) < 40 or rec[:8] == bytes(8):
+            break
+        n += 1
+    f.truncate(40 * n)
+EOF
+}
+
 # ---------------------------------------------------------------- server
 SERVER_PID=""
 SERVER_DIR=""
@@ -361,8 +393,12 @@ start_server() {
     write_config "$SERVER_DIR" "$DATA" "${3-}"
     local -a envs=(env -u LD_PRELOAD -u MALLOC_CONF -u LD_LIBRARY_PATH)
     [[ -n $libdir ]] && envs+=("LD_LIBRARY_PATH=$libdir")
+    local preload=""
+    [[ -n $libdir && -n $TRACE_LIB && -n $TRACE_FILE ]] \
+        && preload=$TRACE_LIB && envs+=("ALLOC_TRACE_OUT=$TRACE_FILE")
     [[ -n $libdir && -n $CENSUS_LIB ]] \
-        && envs+=("LD_PRELOAD=$CENSUS_LIB" "MMAP_CENSUS_OUT=$SERVER_DIR/census.log")
+        && preload=${preload:+$preload:}$CENSUS_LIB && envs+=("MMAP_CENSUS_OUT=$SERVER_DIR/census.log")
+    [[ -n $preload ]] && envs+=("LD_PRELOAD=$preload")
     [[ -n $conf ]] && envs+=("MALLOC_CONF=$conf")
     "${envs[@]}" "$CH_SERVER" --config-file="$SERVER_DIR/config.xml" \
         >"$SERVER_DIR/log/stdout" 2>&1 &
@@ -432,15 +468,26 @@ part_dirs() {
     echo "$n"
 }
 
-# After OPTIMIZE, wait for the server to delete the merged-away parts
-# (old_parts_lifetime is 1 s in the private config).
-wait_one_part() {
+# wait_parts N: after OPTIMIZE, wait for the server to delete the merged-away parts until N
+# part directories are left (old_parts_lifetime is 1 s in the private config).
+wait_parts() {
     local i
     for ((i = 0; i < 300; i++)); do
-        (($(part_dirs) <= 1)) && return 0
+        (($(part_dirs) <= $1)) && return 0
         sleep 1
     done
-    note "warning: $(part_dirs) part directories remain in bench.hits"
+    note "warning: $(part_dirs) part directories remain in bench.hits ($1 active)"
+}
+
+# Active parts of bench.hits (OPTIMIZE FINAL does not always merge into one: ClickHouse 18.16
+# left 5 of the 20 M-row table); the stats file of a generated table keeps the count.
+active_parts() {
+    client --query "SELECT count() FROM system.parts WHERE database = 'bench' AND table = 'hits' AND active"
+}
+stored_active_parts() {
+    local n
+    n=$(awk '{ print $7 }' "$DATA/.bench-hits-stats" 2>/dev/null)
+    [[ $n =~ ^[0-9]+$ ]] && echo "$n" || echo 1
 }
 
 generate_table() {
@@ -448,11 +495,11 @@ generate_table() {
     local want="gen=$GEN_VERSION rows=$ROWS"
     if [[ -f $marker && $(<"$marker") == "$want" ]]; then
         note "reusing the generated table in $DATA ($want)"
-        if (($(part_dirs) > 1)); then
+        if (($(part_dirs) > $(stored_active_parts))); then
             # Parts merged away but not yet deleted: let a server drop them
             # now rather than in the middle of a measured run.
             start_server "" "" maint
-            wait_one_part
+            wait_parts "$(active_parts)"
             stop_server
         fi
         return
@@ -506,9 +553,9 @@ SELECT
                            cityHash64(number, 19) % 8 + 1),
               'term', toString(floor($nphrases * pow(cityHash64(number, 20) $u, 2))))) AS SearchPhrase
 FROM numbers($ROWS))"
-    note "inserted in $((SECONDS - t0)) s; merging into one part"
+    note "inserted in $((SECONDS - t0)) s; merging its parts"
     client --query "OPTIMIZE TABLE bench.hits FINAL"
-    wait_one_part
+    wait_parts "$(active_parts)"
     client --format TSV --query "
 SELECT count(), uniqExact(UserID), uniqExact(URL), uniqExact(SearchPhrase),
        uniqExact(UserID, SearchPhrase), round(avg(length(URL)), 1),
@@ -607,6 +654,7 @@ for ((s = 1; s <= STARTS; s++)); do
     for ((k = 0; k < nlibs; k++)); do
         n=${LIB_NAMES[$(((k + s - 1) % nlibs))]}
         note "start $s/$STARTS, $n (${LIB_CONF[$n]:-no MALLOC_CONF})"
+        [[ -n $TRACE_LIB ]] && TRACE_FILE=$OUT/trace-$n-$s.bin
         start_server "$LIBS_DIR/$n" "${LIB_CONF[$n]}"
         pid=$SERVER_PID
         mapped=$(mapped_jemalloc "$pid")
@@ -639,6 +687,7 @@ for ((s = 1; s <= STARTS; s++)); do
                 wall=$(awk -v a="$w0" -v b="$w1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
                 own=$(census_sum "$c0")
                 echo "$s,$((k + 1)),$n,$q,$r,$t,$wall,$((f1 - f0)),$((m1 - m0)),$peak,$rss,$rss_before,$reset,$own" >>"$RAW"
+                [[ -n $TRACE_FILE ]] && echo "$n,$s,$q,$r,$w0,$w1" >>"$OUT/marks.csv"
                 printf '  %-18s run %d: %6.2f s  %8d faults  peak %7d MiB  after %7d MiB\n' \
                     "$q" "$r" "$t" $((f1 - f0)) $((peak / 1024)) $((rss / 1024)) >&2
             done
@@ -662,6 +711,10 @@ for ((s = 1; s <= STARTS; s++)); do
         # The mapped file, relative to the work directory: results stay free of local paths.
         echo "$s,$((k + 1)),$n,$pid,$startup_rss,$startup_flt,$life_peak,$final_rss,$total_flt,${mapped#"$WORKDIR"/},$IDLE,$idle_rss" >>"$SERVERS"
         stop_server
+        if [[ -n $TRACE_FILE ]]; then
+            [[ -f $TRACE_FILE ]] && trim_trace "$TRACE_FILE"
+            TRACE_FILE=""
+        fi
         if ((KEEP_LOGS)); then
             cp "$SERVER_DIR/log/server.log" "$OUT/logs/$n-start$s.log" 2>/dev/null || true
         fi
