@@ -78,8 +78,9 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
     // Held blocks serve the next round only where they lie side by side: a free merges with
     // its neighbours, and the round's bigger blocks fit into what its smaller ones freed. The
     // growth series from 2 MiB would map about one region per block; one big reservation
-    // (address space, no pages) keeps a round's blocks together.
-    o.grow_start = kOversizeGrowStart;
+    // (address space, no pages) keeps a round's blocks together. Only where the hold is on
+    // (it needs decay_hold_peak): the placement-530 options give back 5.3.0's placement.
+    if (g_arena_opt.decay_hold_peak) o.grow_start = kOversizeGrowStart;
   }
   o.extent_cache_bytes = g_arena_opt.extent_cache_bytes;
   o.shares_hold_budget = !manual;

@@ -760,6 +760,16 @@ constexpr Excl kDocumented[] = {
     // compat.md#reset-nonfull-slabs: after arena.<i>.reset our nonfull_slabs reads 0 like
     // curslabs; 5.3.0 leaves the count from before the reset.
     {"reset:*.nonfull_slabs", nullptr, nullptr, "reset-nonfull-slabs"},
+    // compat.md#oversize-hold: with oversize_threshold 1 MiB the realloc phase's large blocks
+    // above 1 MiB live in the oversize arena, whose first region (256 MiB of address space)
+    // leaves free room after them: whether a realloc resizes such a block in place or moves it
+    // (and so which arena and class the counters of the new block land in) depends on those
+    // neighbours. Seen: two 256 KiB-class blocks counted in the thread's arena instead of the
+    // oversize arena (thr/huge .large.* and .lextents.16.*, +-2).
+    {"realloc:thr.large.*", nullptr, nullptr, "oversize-hold", "oversize_threshold:1048576"},
+    {"realloc:thr.lextents.*", nullptr, nullptr, "oversize-hold", "oversize_threshold:1048576"},
+    {"realloc:huge.large.*", nullptr, nullptr, "oversize-hold", "oversize_threshold:1048576"},
+    {"realloc:huge.lextents.*", nullptr, nullptr, "oversize-hold", "oversize_threshold:1048576"},
 };
 
 // KNOWN BUGS of this library: counters that differ from 5.3.0 without a compat.md entry. Each
