@@ -22,7 +22,8 @@ namespace {
 
 constexpr size_t kPage = config::kPage;
 constexpr size_t kArena0OversizeThreshold = size_t{8} << 20;
-/// The oversize arena's first retained region with opt.oversize_hold (PacOptions::grow_start).
+/// The oversize arena's first retained region with opt.oversize_hold and opt.decay_hold_peak
+/// (PacOptions::grow_start).
 constexpr size_t kOversizeGrowStart = size_t{256} << 20;
 
 /// Per-thread arena state: decay pacing (arenas advance decay every ~1000 allocation events of a

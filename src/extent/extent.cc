@@ -307,11 +307,12 @@ Edata* grow_retained(PacCore& pac, size_t size, size_t alignment, bool zero, boo
   e = pac.edata_cache.get();
   if (e == nullptr) goto fail;
   ptr = pac.ehooks.alloc(nullptr, alloc_size, kPage, &zeroed, &committed);
-  if (ptr == nullptr && sz::psz2ind(alloc_min) < pac.exp_grow.next + skip) {
+  if (const pszind_t fit = sz::psz2ind(alloc_min);
+      ptr == nullptr && fit < pac.exp_grow.next + skip) {
     // Ours: a series that starts big (PacOptions::grow_start) must not fail a request that a
     // region of its own size would serve (RLIMIT_AS, a full address space). The series then
     // stays where it was.
-    alloc_size = sz::pind2sz(sz::psz2ind(alloc_min));
+    alloc_size = sz::pind2sz(fit);
     fallback = true;
     ptr = pac.ehooks.alloc(nullptr, alloc_size, kPage, &zeroed, &committed);
   }
