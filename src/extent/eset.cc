@@ -89,7 +89,7 @@ Edata* Eset::first_fit(size_t size, bool exact_only, unsigned lg_max_fit) {
   // The reuse bound: a bin whose class is more than 2^lg_max_fit times the request holds
   // extents too big to be worth splitting for it.
   size_t last = fit_limit(size, lg_max_fit);
-  if (best_fit_) {
+  if (best_fit_ && size <= kBestFitMaxSize) {
     // Ours: the smallest class that fits keeps bigger free extents whole for bigger requests
     // instead of carving the oldest one, whatever its size (5.3.0's order, below).
     size_t i = nonempty_.ffs(start);

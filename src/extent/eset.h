@@ -2,8 +2,8 @@
 //
 // Purpose: holds the free extents of an ecache. One bin per page-size class (+1 overflow bin) whose
 // pairing heap orders extents by (serial number, address); fit is first fit by age across bins
-// (5.3.0) or, ours, best fit by class then age (opt.extent_best_fit); a bitmap of non-empty bins; a
-// cached copy of each bin's minimum so a fit search compares bins without touching cold
+// (5.3.0) or, ours, best fit by class then age for searches up to 64 KiB (opt.extent_best_fit); a
+// bitmap of non-empty bins; a cached copy of each bin's minimum so a fit search compares bins without touching cold
 // descriptors; an LRU list (insertion order) used only by eviction; counters for stats.
 // Layer: extent. Callers: ecache/extent (under the ecache lock); stats readers (lock-free).
 // Concurrency: mutations under the owning ecache's mutex (rank kEcache). The counters are relaxed
@@ -39,12 +39,21 @@ class Eset {
   /// First fit by age: among extents of at least `esize` bytes (with room to place an
   /// `alignment`-aligned range), the oldest (lowest sn, then address), searching the bins from
   /// esize's class upward but not past bins whose class exceeds `esize << lg_max_fit`.
-  /// With best fit (set_best_fit, ours) the smallest non-empty bin in that range wins and the
-  /// age order applies only within it. `exact_only` restricts the search to esize's own bin.
+  /// With best fit (set_best_fit, ours) and a search of at most kBestFitMaxSize bytes, the
+  /// smallest non-empty bin in that range wins and the age order applies only within it.
+  /// `exact_only` restricts the search to esize's own bin.
   /// Does not remove the extent.
   Edata* fit(size_t esize, size_t alignment, bool exact_only, unsigned lg_max_fit);
-  /// Ours (opt.extent_best_fit): choose the smallest class that fits first, then by age.
+  /// Ours (opt.extent_best_fit): for searches of up to kBestFitMaxSize bytes, choose the
+  /// smallest class that fits first, then by age.
   void set_best_fit(bool on) { best_fit_ = on; }
+  /// Best fit's scope: slabs and the smallest large blocks, whose first fit by age would carve
+  /// holes out of big free extents. Bigger requests keep 5.3.0's order: the oldest extent
+  /// (in practice the lowest address) of any fitting class, so a round's blocks of one size
+  /// are cut one after another from the front of the same free extents instead of from the
+  /// tails of many slightly bigger ones, and they merge back whole when freed together
+  /// (measured on ClickHouse's GROUP BY: doc/compat.md#extent-best-fit).
+  static constexpr size_t kBestFitMaxSize = size_t{64} << 10;
 
   /// Oldest-inserted extent (eviction order), or nullptr.
   Edata* lru_first() const { return lru_.front(); }

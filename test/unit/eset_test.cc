@@ -70,6 +70,21 @@ TEST_F(EsetTest, BestFitPrefersSmallestClassThenAge) {
   EXPECT_EQ(eset.fit(1 * kKiB * 4, 4096, false, Eset::kUnboundedFit), young_exact);
 }
 
+TEST_F(EsetTest, BestFitOnlyUpTo64KiB) {
+  // Above Eset::kBestFitMaxSize the search keeps 5.3.0's order even with best fit on: the
+  // oldest extent of any fitting class, not the smallest class.
+  eset.set_best_fit(true);
+  Edata* young_fit = add(0x10000000, 80 * kKiB, 9);
+  Edata* old_big = add(0x20000000, 1024 * kKiB, 3);
+  EXPECT_EQ(eset.fit(80 * kKiB, 4096, false, 6), old_big);
+  EXPECT_EQ(eset.fit(68 * kKiB, 4096, false, 6), old_big);
+  // At the limit best fit still applies.
+  Edata* small = add(0x30000000, 68 * kKiB, 7);  // 64 KiB + the pad: bin 64 KiB
+  EXPECT_EQ(eset.fit(Eset::kBestFitMaxSize, 4096, false, 6), small);
+  EXPECT_EQ(eset.fit(60 * kKiB, 4096, false, 6), small);
+  (void)young_fit;
+}
+
 TEST_F(EsetTest, TiesBrokenByAddress) {
   add(0x50000000, 24 * kKiB, 4);
   Edata* low = add(0x40000000, 24 * kKiB, 4);
