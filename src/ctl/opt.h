@@ -456,8 +456,9 @@ struct OptStorage<OptKind::kNotBuilt> {
     "Before taking retained or new pages, split a dirty extent larger than "                       \
     "lg_extent_max_active_fit allows; false grows as jemalloc 5.3.0 does.")                        \
   X(extent_best_fit, Bool, true, (opt_any()), kOptBoth, "ours: supported",                         \
-    "Reuse free extents best fit (smallest size class that fits, oldest within it); false "        \
-    "takes the oldest fitting extent of any class, as jemalloc 5.3.0 does.")                       \
+    "Requests of up to 64 KiB of pages reuse free extents best fit (smallest size class that "     \
+    "fits, oldest within it), bigger ones the oldest fitting extent of any class; false takes "    \
+    "the oldest fitting extent of any class for every size, as jemalloc 5.3.0 does.")              \
   X(purge_on_grow, Bool, false, (opt_any()), kOptBoth, "ours: supported",                          \
     "true: an arena that takes retained or new pages purges as many dirty pages, from free "       \
     "extents of 64 KiB or more, keeping max(1 MiB, active/32); false (default): as 5.3.0.")        \
