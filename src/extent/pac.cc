@@ -288,7 +288,12 @@ size_t Pac::hold_pages_locked(uint64_t now_ns, int64_t ms) {
     const bool stale = elapsed >= 2 * half;
     const size_t cur = peak_cur_.exchange(active, std::memory_order_relaxed);
     peak_prev_.store(stale ? std::max(active, freed_from) : cur, std::memory_order_relaxed);
+    const size_t trough = trough_cur_.exchange(active, std::memory_order_relaxed);
+    trough_prev_.store(stale ? active : trough, std::memory_order_relaxed);
     peak_epoch_ns_ = now_ns;
+  }
+  if (nactive() < trough_cur_.load(std::memory_order_relaxed)) {
+    trough_cur_.store(nactive(), std::memory_order_relaxed);
   }
   return held_pages_locked();
 }
@@ -297,7 +302,10 @@ size_t Pac::held_pages_locked() const {
   const size_t active = nactive();
   const size_t peak = std::max(peak_prev_.load(std::memory_order_relaxed),
                                peak_cur_.load(std::memory_order_relaxed));
-  return peak > active ? peak - active : 0;
+  const size_t trough = std::min({trough_prev_.load(std::memory_order_relaxed),
+                                  trough_cur_.load(std::memory_order_relaxed), active});
+  const size_t level = peak + hold_slack(peak, trough);
+  return level > active ? level - active : 0;
 }
 
 size_t Pac::hold_estimate() const {

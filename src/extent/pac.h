@@ -66,6 +66,20 @@ struct PacOptions {
   uint64_t now_ns = 0;                          // decay epoch origin
 };
 
+/// opt.decay_hold_peak's slack: a round carves its blocks from the pieces the last round freed
+/// and leaves crumbs that none of its requests fits (the spare pad page when two freed 8 MiB
+/// neighbours serve a 16 MiB block), resident at the peak as well. Held to the bare dip below
+/// the peak, those pages pushed the dirty count over the hold, decay purged whole extents to
+/// shed them, and the next round faulted in a block it had just given back. So the hold keeps
+/// up to 1/64 of the peak more -- never more than the dip seen in the window (peak - trough):
+/// an arena whose active pages never fell (idle, or only growing) holds nothing beyond them.
+inline constexpr unsigned kLgHoldSlack = 6;
+constexpr size_t hold_slack(size_t peak, size_t trough) {
+  if (peak <= trough) return 0;
+  const size_t slack = peak >> kLgHoldSlack;
+  return slack < peak - trough ? slack : peak - trough;
+}
+
 /// opt.decay_hold_peak's process-wide view (arenas_hold_cap in the arena layer divides it): the
 /// active pages of the Pacs that share the budget (PacOptions::shares_hold_budget), summed in
 /// granules of kGranulePages as each Pac's count crosses a granule boundary (so the sum is
@@ -299,7 +313,8 @@ class Pac {
   /// purge now -- how far active pages are below their peak over the last half to whole
   /// window of decay_ms. Rotates the two half-window peaks when a half window has passed.
   size_t hold_pages_locked(uint64_t now_ns, int64_t ms);
-  /// The same without rotating: peak - active as the peaks stand (0 when active is higher).
+  /// The same without rotating: peak + slack - active as the peaks and troughs stand (0 when
+  /// active is higher).
   size_t held_pages_locked() const;
   /// Nanoseconds from now_ns until the hold's next rotation (0 when due); mutex held.
   uint64_t hold_ns_until_rotation_locked(uint64_t now_ns, int64_t ms) const;
@@ -324,6 +339,10 @@ class Pac {
   int64_t immediate_hold_ms_ = 0;  // opt.oversize_hold; set at init only
   std::atomic<size_t> peak_cur_{0};
   std::atomic<size_t> peak_prev_{0};
+  // The lowest active page count the decay steps saw in the same two half windows (the slack's
+  // bound, hold_slack); changed only under the dirty decay mutex, atomic for hold_estimate.
+  std::atomic<size_t> trough_cur_{0};
+  std::atomic<size_t> trough_prev_{0};
   uint64_t peak_epoch_ns_ = 0;
   // The immediate hold: the highest active page count a free started from since the last
   // decay step (0: no free since), which that step takes (hold_pages_locked).

@@ -341,6 +341,62 @@ TEST(Pac, ImmediateHoldKeepsTheFirstFreeAfterAQuietWindow) {
   EXPECT_EQ(pac->ndirty(), 0u);
 }
 
+// Ours (opt.decay_hold_peak's slack, hold_slack): the oversize arena's rounds in a
+// ClickHouse GROUP BY, per thread: an 8 MiB table replaced by a second one, then 16 MiB and
+// 32 MiB tables, all freed at the end. The two freed 8 MiB neighbours (a pad page each) serve a
+// 16 MiB block with one page to spare, and that page stays between the blocks: the round's
+// footprint is a page more than its peak of active pages. Held to the dip alone, a page of it
+// was purged, the next round's last 32 MiB block found its piece one page short, took 32 MiB
+// of retained pages (faulted in) and purged the piece, round after round; the slack keeps the
+// whole footprint.
+TEST(Pac, HoldSlackKeepsARoundsCrumbs) {
+  constexpr size_t k8 = (8 << 20) + kPg, k16 = (16 << 20) + kPg, k32 = (32 << 20) + kPg;
+  PacOptions o = opts(-1, -1);
+  o.immediate_hold_ms = 10'000;
+  o.grow_start = size_t{256} << 20;
+  Pac* pac = make_pac(o);
+  uint64_t now = uint64_t{1} << 43;
+  ASSERT_TRUE(pac->decay_ms_set(ExtentState::kDirty, 0, now));
+  ASSERT_TRUE(pac->decay_ms_set(ExtentState::kMuzzy, 0, now));
+  // As the arena frees (Arena::dirty_added): each free purges down to the hold at once.
+  auto free_block = [&](Edata* e) {
+    pac->dalloc(e);
+    bool advanced;
+    now += 1'000'000;
+    ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, now, Pac::Eagerness::kAlways, &advanced));
+  };
+  size_t retained = 0;
+  for (int round = 0; round < 3; round++) {
+    Edata* t[2][3];
+    Edata* first[2];
+    for (int i = 0; i < 2; i++) first[i] = pac->alloc(k8, kPg, false);
+    for (int i = 0; i < 2; i++) t[i][0] = pac->alloc(k8, kPg, false);
+    for (int i = 0; i < 2; i++) free_block(first[i]);
+    for (int i = 0; i < 2; i++) t[i][1] = pac->alloc(k16, kPg, false);
+    for (int i = 0; i < 2; i++) t[i][2] = pac->alloc(k32, kPg, false);
+    for (auto& row : t) {
+      for (Edata* e : row) ASSERT_NE(e, nullptr);
+    }
+    if (round == 0) {
+      retained = pac->nretained();
+    } else {
+      EXPECT_EQ(pac->nretained(), retained) << "round " << round << " took new pages";
+    }
+    for (auto& row : t) {
+      for (int j = 2; j >= 0; j--) free_block(row[j]);
+    }
+    // Held: the round's whole footprint, its peak of active pages and the crumb beside them.
+    EXPECT_EQ(pac->ndirty(), 2 * (k8 + k16 + k32) / kPg + 1) << "round " << round;
+    EXPECT_EQ(pac->counter(PacCounter::dirty_purged), 0u) << "round " << round;
+  }
+  // Idle: once the peak and its dip have aged out (a whole window with no free), nothing is
+  // held, the slack included.
+  bool advanced;
+  ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, now + 20'000'000'000, Pac::Eagerness::kAlways,
+                             &advanced));
+  EXPECT_EQ(pac->ndirty(), 0u);
+}
+
 // Ours (PacOptions::grow_start, the oversize arena with opt.oversize_hold): one big first
 // reservation keeps a round's blocks side by side, so that two freed neighbours merge into a
 // piece the round's next bigger block fits; the growth series from 2 MiB maps them apart.
