@@ -182,14 +182,14 @@ void maximally_purge(PacCore& pac, Edata* e) {
   pac.mapped.fetch_sub(size, std::memory_order_relaxed);
 }
 
-void record(PacCore& pac, Ecache& ec, Edata* e) {
+void record(PacCore& pac, Ecache& ec, Edata* e, bool keep_oversize = false) {
   ec.mtx.lock();
   bool coalesced;
   if (!ec.delay_coalesce) {
     e = try_coalesce(pac, ec, e, sc::kLargeMaxClass, CoalesceMode::kFull, &coalesced);
   } else if (e->size >= sc::kLargeMinClass) {
     size_t threshold = pac.oversize_threshold();
-    bool purges_oversize = threshold != 0 && pac.may_force_decay();
+    bool purges_oversize = threshold != 0 && pac.may_force_decay() && !keep_oversize;
     // The bound is fixed by the size of the extent being freed; as merges accumulate the room
     // left only shrinks, so a neighbour refused once stays refused for this call.
     size_t max_size = sc::kLargeMaxClass;
@@ -421,10 +421,10 @@ Edata* ecache_take(Ecache& ec, size_t min_size) {
   return e;
 }
 
-void ecache_dalloc(PacCore& pac, Ecache& ecache, Edata* e) {
+void ecache_dalloc(PacCore& pac, Ecache& ecache, Edata* e, bool keep_oversize) {
   e->addr = e->base();  // drop the cache-oblivious offset
   e->zeroed = false;    // dirty and muzzy memory is never assumed zero
-  record(pac, ecache, e);
+  record(pac, ecache, e, keep_oversize);
 }
 
 Edata* ecache_evict(PacCore& pac, Ecache& ec, size_t npages_min, size_t npages_want) {

@@ -56,7 +56,10 @@ Edata* ecache_alloc_grow(PacCore& pac, Edata* expand, size_t size, size_t alignm
 /// allocation of that size would pick, or nullptr (opt.purge_on_grow's victims).
 Edata* ecache_take(Ecache& ecache, size_t min_size);
 /// Record a free (owned, registered) extent into `ecache`, coalescing per the ecache's regime.
-void ecache_dalloc(PacCore& pac, Ecache& ecache, Edata* e);
+/// An extent of the oversize threshold or more is purged at once where the Pac purges them
+/// inline (PacCore::may_force_decay) unless `keep_oversize` (opt.decay_hold_peak: the hold
+/// covers it).
+void ecache_dalloc(PacCore& pac, Ecache& ecache, Edata* e, bool keep_oversize = false);
 /// Remove and return the least recently inserted extent if the ecache holds more than
 /// `npages_min` pages. In the dirty ecache the victim first absorbs its free neighbours (the
 /// delayed coalescing; no reuse bound): with the coalescing bound on, until it reaches

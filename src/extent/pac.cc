@@ -308,6 +308,18 @@ size_t Pac::held_pages_locked() const {
   return level > active ? level - active : 0;
 }
 
+// Ours (opt.decay_hold_peak). A block whose extent reaches the oversize threshold in an arena
+// with timed decay (a request just below 8 MiB, whose usable size is 8 MiB: 5.3.0 sends it by
+// its requested size to the thread's arena) is purged when freed, as 5.3.0 does -- and faulted
+// in again by the next round that asks for it. It stays dirty instead when the hold covers it
+// with what is dirty already; decay then treats it as any other dirty extent.
+bool Pac::keeps_oversize(const Edata* e) const {
+  const size_t threshold = oversize_threshold();
+  if (threshold == 0 || e->size < threshold || !decay_hold_peak_) return false;
+  if (decay_dirty_.decay.ms() <= 0) return false;  // 0: the immediate hold's own path; -1: kept
+  return core_.ecache_dirty.npages() + e->npages() <= held_pages_locked();
+}
+
 size_t Pac::hold_estimate() const {
   if (!decay_hold_peak_ || hold_window_ms(decay_dirty_.decay.ms()) <= 0) return 0;
   return held_pages_locked();  // only atomics: fine without the mutex
@@ -376,7 +388,9 @@ void Pac::dalloc_batch(Edata* const* es, unsigned n) {
   }
   note_active_shrunk(npages);
   if (!all_fit) {
-    for (unsigned i = 0; i < n; i++) extent::ecache_dalloc(core_, core_.ecache_dirty, es[i]);
+    for (unsigned i = 0; i < n; i++) {
+      extent::ecache_dalloc(core_, core_.ecache_dirty, es[i], keeps_oversize(es[i]));
+    }
     return;
   }
   for (unsigned i = 0; i < n; i++) {

@@ -316,6 +316,9 @@ class Pac {
   /// The same without rotating: peak + slack - active as the peaks and troughs stand (0 when
   /// active is higher).
   size_t held_pages_locked() const;
+  /// opt.decay_hold_peak with timed decay: whether freed extent `e`, at or above the oversize
+  /// threshold, stays dirty within the hold instead of being purged inline. Lock-free read.
+  bool keeps_oversize(const Edata* e) const;
   /// Nanoseconds from now_ns until the hold's next rotation (0 when due); mutex held.
   uint64_t hold_ns_until_rotation_locked(uint64_t now_ns, int64_t ms) const;
   static constexpr size_t kGrowPurgeMinPages = 16;  // 64 KiB: one madvise per >= 16 pages

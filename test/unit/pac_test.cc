@@ -160,6 +160,7 @@ TEST(Pac, FullyDecaySkipsMuzzy) {
 TEST(Pac, OversizeExtentsArePurgedOnFree) {
   PacOptions o = opts(10000, 0);
   o.oversize_threshold = 1024 * kKiB;
+  o.decay_hold_peak = false;  // 5.3.0's purge (the hold keeps it: HoldKeepsOversizeFreesInATimedArena)
   Pac* pac = make_pac(o);
   Edata* e = pac->alloc(2048 * kKiB, kPg, false);
   pac->alloc(4 * kKiB, kPg, false);
@@ -339,6 +340,36 @@ TEST(Pac, ImmediateHoldKeepsTheFirstFreeAfterAQuietWindow) {
   ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t0 + 2 * quiet, Pac::Eagerness::kAlways,
                              &advanced));
   EXPECT_EQ(pac->ndirty(), 0u);
+}
+
+// Ours (opt.decay_hold_peak, Pac::keeps_oversize): an extent at the oversize threshold in an
+// arena with timed decay -- a request just below 8 MiB, sent by its size to the thread's arena
+// and given 8 MiB and a pad page -- stays dirty within the hold when freed, and the next round
+// takes it back without new pages; without the hold it is purged when freed, as in 5.3.0.
+TEST(Pac, HoldKeepsOversizeFreesInATimedArena) {
+  constexpr size_t kBlock = (8 << 20) + kPg;
+  for (bool hold : {true, false}) {
+    PacOptions o = opts(10000, 0);
+    o.decay_hold_peak = hold;
+    Pac* pac = make_pac(o);
+    Edata* e[4];
+    for (auto& x : e) x = pac->alloc(kBlock, kPg, false);
+    for (Edata* x : e) ASSERT_NE(x, nullptr);
+    for (Edata* x : e) pac->dalloc(x);
+    if (!hold) {
+      EXPECT_EQ(pac->counter(PacCounter::oversize_purged), 4 * kBlock / kPg);
+      EXPECT_EQ(pac->ndirty(), 0u);
+      continue;
+    }
+    EXPECT_EQ(pac->counter(PacCounter::oversize_purged), 0u);
+    EXPECT_EQ(pac->ndirty(), 4 * kBlock / kPg);
+    const size_t retained = pac->nretained();
+    for (auto& x : e) x = pac->alloc(kBlock, kPg, false);
+    for (Edata* x : e) ASSERT_NE(x, nullptr);
+    EXPECT_EQ(pac->nretained(), retained);
+    EXPECT_EQ(pac->ndirty(), 0u);
+    for (Edata* x : e) pac->dalloc(x);
+  }
 }
 
 // Ours (opt.decay_hold_peak's slack, hold_slack): the oversize arena's rounds in a
