@@ -217,8 +217,8 @@ size_t arenas_hold_cap(const Arena* self, uint64_t now_ns) {
   const size_t active = hold_budget::active_pages();
   // The published sums are short of the truth by less than a granule per arena: that much
   // slack keeps a lone holder's hold exact. The holds' own slack (hold_slack) is allowed in
-  // full: only arenas that dipped have any.
-  const size_t level = peak + hold_slack(peak, 0);
+  // full: only busy arenas have any.
+  const size_t level = peak + hold_slack(peak, /*busy=*/true);
   const size_t dip = (level > active ? level - active : 0) + holders * hold_budget::kGranulePages;
   if (held <= dip) return SIZE_MAX;
   // Page counts fit in 52 bits; the product needs more than 64.

@@ -467,8 +467,8 @@ struct OptStorage<OptKind::kNotBuilt> {
     "arena's cached pages (and belongs to it); false keeps arenas apart as jemalloc 5.3.0 does.")  \
   X(decay_hold_peak, Bool, true, (opt_any()), kOptBoth, "ours: supported",                         \
     "Dirty decay keeps as many pages as active memory fell below its peak of the last "            \
-    "dirty_decay_ms (and up to 1/64 of the peak more, within the dip), for a return to that "      \
-    "peak; false purges by age alone, as jemalloc 5.3.0.")                                         \
+    "dirty_decay_ms (and 1/64 of the peak more while the arena is in use), for a return to "       \
+    "that peak; false purges by age alone, as jemalloc 5.3.0.")                                    \
   X(oversize_hold, Bool, true, (opt_any()), kOptBoth, "ours: supported",                           \
     "With decay_hold_peak, the oversize arena keeps freed blocks within that hold for the next "   \
     "request; false purges them when freed (its decay stays 0), as jemalloc 5.3.0.")               \

@@ -251,6 +251,7 @@ size_t peak_pages(uint64_t now_ns, int64_t ms) {
 void Pac::note_active_grown(size_t npages) {
   size_t now = nactive_.fetch_add(npages, std::memory_order_relaxed) + npages;
   if (!decay_hold_peak_) return;
+  note_busy();
   if (shares_hold_budget_) hold_budget::publish(now - npages, now);
   size_t peak = peak_cur_.load(std::memory_order_relaxed);
   while (now > peak && !peak_cur_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
@@ -259,6 +260,7 @@ void Pac::note_active_grown(size_t npages) {
 
 void Pac::note_active_shrunk(size_t npages) {
   const size_t before = nactive_.fetch_sub(npages, std::memory_order_relaxed);
+  if (decay_hold_peak_) note_busy();
   if (shares_hold_budget_) hold_budget::publish(before, before - npages);
   // The immediate hold's arena may see no decay step for longer than a window (its blocks often
   // live through a whole query), so the level its active pages stood at until this free is
@@ -288,12 +290,15 @@ size_t Pac::hold_pages_locked(uint64_t now_ns, int64_t ms) {
     const bool stale = elapsed >= 2 * half;
     const size_t cur = peak_cur_.exchange(active, std::memory_order_relaxed);
     peak_prev_.store(stale ? std::max(active, freed_from) : cur, std::memory_order_relaxed);
-    const size_t trough = trough_cur_.exchange(active, std::memory_order_relaxed);
-    trough_prev_.store(stale ? active : trough, std::memory_order_relaxed);
+    // Half windows without extent activity: none if there was some since the last rotation.
+    const uint64_t halves = elapsed / half;
+    const unsigned quiet = quiet_halves_.load(std::memory_order_relaxed);
+    const unsigned next =
+        busy_cur_.exchange(false, std::memory_order_relaxed) ? 0
+        : quiet + halves < kHoldSlackQuietHalves            ? static_cast<unsigned>(quiet + halves)
+                                                             : kHoldSlackQuietHalves;
+    quiet_halves_.store(next, std::memory_order_relaxed);
     peak_epoch_ns_ = now_ns;
-  }
-  if (nactive() < trough_cur_.load(std::memory_order_relaxed)) {
-    trough_cur_.store(nactive(), std::memory_order_relaxed);
   }
   return held_pages_locked();
 }
@@ -302,9 +307,9 @@ size_t Pac::held_pages_locked() const {
   const size_t active = nactive();
   const size_t peak = std::max(peak_prev_.load(std::memory_order_relaxed),
                                peak_cur_.load(std::memory_order_relaxed));
-  const size_t trough = std::min({trough_prev_.load(std::memory_order_relaxed),
-                                  trough_cur_.load(std::memory_order_relaxed), active});
-  const size_t level = peak + hold_slack(peak, trough);
+  const bool busy = busy_cur_.load(std::memory_order_relaxed) ||
+                    quiet_halves_.load(std::memory_order_relaxed) < kHoldSlackQuietHalves;
+  const size_t level = peak + hold_slack(peak, busy);
   return level > active ? level - active : 0;
 }
 

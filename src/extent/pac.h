@@ -71,14 +71,15 @@ struct PacOptions {
 /// neighbours serve a 16 MiB block), resident at the peak as well. Held to the bare dip below
 /// the peak, those pages pushed the dirty count over the hold, decay purged whole extents to
 /// shed them, and the next round faulted in a block it had just given back. So the hold keeps
-/// up to 1/64 of the peak more -- never more than the dip seen in the window (peak - trough):
-/// an arena whose active pages never fell (idle, or only growing) holds nothing beyond them.
+/// up to 1/64 of the peak more while the arena is busy -- it allocated or freed extents within
+/// the last kHoldSlackQuietHalves half windows (two whole windows): an idle arena holds nothing
+/// beyond its peak from then on. A round's big blocks may sit at their peak for longer than a
+/// window with no extent activity at all (a query's hash tables, full, while the query works),
+/// and its crumbs must outlast that; a bound by the dip seen in the window, or by activity in
+/// the last window alone, purged them there.
 inline constexpr unsigned kLgHoldSlack = 6;
-constexpr size_t hold_slack(size_t peak, size_t trough) {
-  if (peak <= trough) return 0;
-  const size_t slack = peak >> kLgHoldSlack;
-  return slack < peak - trough ? slack : peak - trough;
-}
+inline constexpr unsigned kHoldSlackQuietHalves = 4;
+constexpr size_t hold_slack(size_t peak, bool busy) { return busy ? peak >> kLgHoldSlack : 0; }
 
 /// opt.decay_hold_peak's process-wide view (arenas_hold_cap in the arena layer divides it): the
 /// active pages of the Pacs that share the budget (PacOptions::shares_hold_budget), summed in
@@ -309,12 +310,19 @@ class Pac {
   void note_active_grown(size_t npages);
   /// Active pages fell by `npages` (dalloc, shrink).
   void note_active_shrunk(size_t npages);
+  /// opt.decay_hold_peak: the arena is busy this half window (hold_slack). Reads first so that
+  /// the line is written once per half window, not on every extent.
+  void note_busy() {
+    if (!busy_cur_.load(std::memory_order_relaxed)) {
+      busy_cur_.store(true, std::memory_order_relaxed);
+    }
+  }
   /// opt.decay_hold_peak, dirty decay mutex held, decay_ms > 0: the dirty pages decay must not
   /// purge now -- how far active pages are below their peak over the last half to whole
   /// window of decay_ms. Rotates the two half-window peaks when a half window has passed.
   size_t hold_pages_locked(uint64_t now_ns, int64_t ms);
-  /// The same without rotating: peak + slack - active as the peaks and troughs stand (0 when
-  /// active is higher).
+  /// The same without rotating: peak + slack - active as the peaks stand (0 when active is
+  /// higher).
   size_t held_pages_locked() const;
   /// opt.decay_hold_peak with timed decay: whether freed extent `e`, at or above the oversize
   /// threshold, stays dirty within the hold instead of being purged inline. Lock-free read.
@@ -342,10 +350,11 @@ class Pac {
   int64_t immediate_hold_ms_ = 0;  // opt.oversize_hold; set at init only
   std::atomic<size_t> peak_cur_{0};
   std::atomic<size_t> peak_prev_{0};
-  // The lowest active page count the decay steps saw in the same two half windows (the slack's
-  // bound, hold_slack); changed only under the dirty decay mutex, atomic for hold_estimate.
-  std::atomic<size_t> trough_cur_{0};
-  std::atomic<size_t> trough_prev_{0};
+  // Whether extents were allocated or freed in the current half window (the slack,
+  // hold_slack), set by allocating and freeing threads; and how many half windows before it
+  // passed without (counted at rotations, under the dirty decay mutex).
+  std::atomic<bool> busy_cur_{false};
+  std::atomic<unsigned> quiet_halves_{kHoldSlackQuietHalves};
   uint64_t peak_epoch_ns_ = 0;
   // The immediate hold: the highest active page count a free started from since the last
   // decay step (0: no free since), which that step takes (hold_pages_locked).

@@ -247,6 +247,12 @@ std::vector<size_t> dip_ndirty(bool hold) {
                                Pac::Eagerness::kOnEpochAdvance, &advanced));
     ndirty.push_back(pac->ndirty());
   }
+  // The slack (1/64 of the peak, hold_slack) goes two whole windows after the half window of
+  // the last activity.
+  bool advanced;
+  EXPECT_TRUE(pac->try_decay(ExtentState::kDirty, t0 + 2600 * 1000000ull,
+                             Pac::Eagerness::kOnEpochAdvance, &advanced));
+  ndirty.push_back(pac->ndirty());
   return ndirty;
 }
 
@@ -420,8 +426,8 @@ TEST(Pac, HoldSlackKeepsARoundsCrumbs) {
     EXPECT_EQ(pac->ndirty(), 2 * (k8 + k16 + k32) / kPg + 1) << "round " << round;
     EXPECT_EQ(pac->counter(PacCounter::dirty_purged), 0u) << "round " << round;
   }
-  // Idle: once the peak and its dip have aged out (a whole window with no free), nothing is
-  // held, the slack included.
+  // Idle: once the peak has aged out and two whole windows passed with no activity, nothing
+  // is held, the slack included.
   bool advanced;
   ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, now + 20'000'000'000, Pac::Eagerness::kAlways,
                              &advanced));
