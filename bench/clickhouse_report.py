@@ -203,6 +203,8 @@ def main():
             "fr_sp": spread([int(r["minflt"]) for r in rep]),
             "peak": med(peaks),
             "after": med([int(r["rss_kib"]) for r in after_src]),
+            "before": med([int(r["rss_before_kib"]) for r in rep])
+            if rep and all(r.get("rss_before_kib") for r in rep) else None,
             "n": len(rs),
         }
         # The census (bench/mmap_census.c): what ClickHouse mapped itself during each repeat
@@ -276,6 +278,57 @@ def main():
                 q, n, fmt_num(d["own_map"], "mib"), fmt_num(d["own_touched"], "n"),
                 cell(d["fr"], b and b["fr"], "n", is_base=isb),
                 cell(d["beyond"], b and b.get("beyond"), "n", is_base=isb)))
+        w("")
+
+    # What a library keeps resident between runs against the faults that saves.  A repeat run
+    # saves faults against the baseline in two ways: pages still resident when it starts (kept
+    # since the previous run) and memory reused within the run.  Saved / kept near 1 says the
+    # saving is the pages kept, each one used again; the same pages are what "RSS after" shows
+    # above the baseline's, so on such a workload the two cannot both be at the baseline's.
+    if have_base and any(d and d.get("before") is not None for d in st.values()):
+        w("## Resident memory kept against faults saved")
+        w("")
+        w("Medians over the repeat runs, in 4 KiB pages, against `%s`: how much more the "
+          "server had resident when the run started (RSS before it, less `%s`'s), and how "
+          "many fewer minor faults the run took. A run saves faults with pages still "
+          "resident when it starts (kept since the previous run) or by reusing, within the "
+          "run, memory it freed; saved / kept near 1 says the saving is the pages kept, "
+          "each one used again. Those pages are what RSS right after the previous run shows "
+          "above `%s`'s." % (BASELINE, BASELINE, BASELINE))
+        w("")
+        w("| query | library | RSS before, beyond %s | faults saved | saved / kept |"
+          % BASELINE)
+        w("|---|---|---:|---:|---:|")
+        for q, n, d, b, isb in table_rows("before"):
+            if isb or b is None or b.get("before") is None:
+                continue
+            kept = (d["before"] - b["before"]) / 4.0
+            saved = b["fr"] - d["fr"]
+            w("| %s | %s | %s | %s | %s |" % (
+                q, n, fmt_num(kept, "n"), fmt_num(saved, "n"),
+                "%.2f" % (saved / kept) if kept >= 1000 else "–"))
+        w("")
+        # Every page between the RSS a run starts with and its peak is faulted in during the
+        # run, so faults >= (peak - RSS before) / 4 KiB for any allocator.  Faults at most half
+        # the baseline's at the same peak then need RSS before the run (= after the previous
+        # one) of at least peak - half the baseline's faults.
+        w("A run faults in at least the pages between the RSS it starts with and its peak, "
+          "under any allocator. Repeat-run faults at most half of `%s`'s, reaching the "
+          "same peak (the query's data sets it), therefore need the server to start the run "
+          "with at least that peak less half of `%s`'s faults resident:" % (
+              BASELINE, BASELINE))
+        w("")
+        w("| query | %s: peak RSS | faults rep | RSS after | RSS needed before a run for 0.5× "
+          "its faults |" % BASELINE)
+        w("|---|---:|---:|---:|---:|")
+        for q in queries:
+            b = st.get((q, BASELINE))
+            if not b or b.get("before") is None:
+                continue
+            w("| %s | %s | %s | %s | ≥ %s |" % (
+                q, fmt_num(b["peak"], "mib"), fmt_num(b["fr"], "n"),
+                fmt_num(b["after"], "mib"),
+                fmt_num(max(0.0, b["peak"] - 0.5 * b["fr"] * 4), "mib")))
         w("")
 
     # Whole server lives.
