@@ -314,8 +314,9 @@ struct OptStorage<OptKind::kNotBuilt> {
     "Abort (instead of warning) on allocator misuse and internal errors.")                         \
   X(abort_conf, Bool, false, (opt_any()), kOptBoth, "supported",                                   \
     "Abort after reading a configuration source that held an invalid pair.")                       \
-  X(cache_oblivious, Bool, true, (opt_any()), kOptMallctl,                                         \
-    "read-only build property; the key is an Invalid conf pair as in 5.3.0",                       \
+  X(cache_oblivious, Bool, config::kCacheOblivious, (opt_any()), kOptMallctl,                      \
+    "read-only build property (configure --disable-cache-oblivious); the key is an Invalid "       \
+    "conf pair as in 5.3.0",                                                                       \
     "Large allocations get a random cache-line offset inside one extra page.")                     \
   X(confirm_conf, Bool, false, (opt_any()), kOptBoth, "supported",                                 \
     "Print each configuration source and each accepted pair.")                                     \

@@ -38,7 +38,9 @@ inline constexpr size_t kHugepage = size_t{1} << kLgHugepage;
 /// Significant virtual-address bits (x86-64 / aarch64 4-level paging).
 inline constexpr unsigned kLgVaddr = 48;
 /// `config.cache_oblivious` / `opt.cache_oblivious`: large extents carry one extra page so the
-/// returned pointer can be offset by a random cache-line multiple.
-inline constexpr bool kCacheOblivious = true;
+/// returned pointer can be offset by a random cache-line multiple. On unless configured
+/// `--disable-cache-oblivious` (as 5.3.0: large allocations are then page aligned, and a 16 KiB
+/// block takes 16 KiB of pages instead of 20).
+inline constexpr bool kCacheOblivious = JE_CONFIG_CACHE_OBLIVIOUS != 0;
 
 }  // namespace je::config

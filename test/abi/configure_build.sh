@@ -19,6 +19,10 @@
 #                               below asks); the library and the unit programs build without it.
 #                               (conf_test and ctl_test, which follow config::kProf, cannot run
 #                               here: they expect 4 KiB pages' size classes.)
+#   --disable-cache-oblivious   large blocks without the extra page and its random offset, as
+#                               5.3.0 configured so answers (and Redis builds its jemalloc):
+#                               config.cache_oblivious and opt.cache_oblivious false, large
+#                               blocks page aligned; the unit programs run without the pad.
 # Then `make uninstall` must leave nothing behind. Builds the library, a few unit programs and
 # the clients only, from a copy of the distributed sources (`make distdir`): about two minutes
 # on two idle cores. BUILD_JOBS sets make's -j (default 2).
@@ -66,7 +70,8 @@ mkdir -p "$b" && cd "$b" || exit 99
 # compiles write no dependency lists.
 run_logged configure "$abi_tmp/src/configure" --prefix=/opt/pfx --disable-static \
   --disable-dependency-tracking --with-jemalloc-prefix=je_ --with-install-suffix=_x \
-  --disable-cxx --with-lg-page=16 --with-version=$version --with-private-namespace=pn_ --disable-prof
+  --disable-cxx --with-lg-page=16 --with-version=$version --with-private-namespace=pn_ \
+  --disable-prof --disable-cache-oblivious
 echo "configured: $(sed -n 's/^ *\$ .*configure /configure /p' config.log | head -n 1)"
 run_logged build $MAKE -j"$jobs" libjemalloc.la
 lib=$b/.libs/libjemalloc.so.2
@@ -88,9 +93,9 @@ echo "exported: $(grep -c '^je_' "$abi_tmp/dyn.txt") je_* names, $(wc -l <"$abi_
 run_logged unit-build $MAKE -j"$jobs" $unit_tests
 for t in $unit_tests; do
   if ./$t >"$abi_tmp/unit.log" 2>&1; then
-    echo "64 KiB pages, --disable-prof: $t: $(grep -E '^\[  PASSED  \]' "$abi_tmp/unit.log")"
+    echo "64 KiB pages, --disable-prof, no pad: $t: $(grep -E '^\[  PASSED  \]' "$abi_tmp/unit.log")"
   else
-    bad "64 KiB pages, --disable-prof: $t failed"; grep -E 'FAILED|Failure|error' "$abi_tmp/unit.log" | head -n 10
+    bad "64 KiB pages, --disable-prof, no pad: $t failed"; grep -E 'FAILED|Failure|error' "$abi_tmp/unit.log" | head -n 10
   fi
 done
 
@@ -142,6 +147,11 @@ else
     bad "--disable-prof: JE_MALLOC_CONF=prof:true is not an invalid conf pair: $out"
   echo "$out" | grep -qx "version $version" || bad "--disable-prof: the client stopped after prof:true"
   echo "--disable-prof: config.prof false, opt.prof/prof.*/thread.prof.* ENOENT, prof:true refused"
+  for want in "config.cache_oblivious false" "opt.cache_oblivious false" \
+      "page-aligned large blocks 8 of 8"; do
+    echo "$out" | grep -qx "$want" || bad "--disable-cache-oblivious: '$want' expected, got: $out"
+  done
+  echo "--disable-cache-oblivious: config/opt.cache_oblivious false, large blocks page aligned"
 fi
 if ! $CC -std=c11 -Wall -Werror -DUSE_MANGLE -I"$I" '-DHEADER=<jemalloc/jemalloc_x.h>' \
     "$probe" -o "$abi_tmp/probe_mangle" -L"$L" -ljemalloc_x -Wl,-rpath,"$L" 2>"$abi_tmp/cc.err"; then

@@ -24,7 +24,7 @@ done
 for opt in --enable-debug --disable-stats --with-malloc-conf=narenas:1 \
     --disable-initial-exec-tls --with-jemalloc-prefix=je_ --with-install-suffix=_x \
     --with-lg-page=16 --disable-cxx --with-version=5.3.0-1-gabc --with-private-namespace=x_ \
-    --enable-prof --disable-prof; do
+    --enable-prof --disable-prof --enable-cache-oblivious --disable-cache-oblivious; do
   if ! "$top_srcdir/configure" "$opt" --help=short >out.txt 2>&1; then
     echo "FAIL: configure $opt --help=short failed:"
     sed 's/^/    /' out.txt
