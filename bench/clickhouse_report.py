@@ -312,11 +312,16 @@ def main():
         # run, so faults >= (peak - RSS before) / 4 KiB for any allocator.  Faults at most half
         # the baseline's at the same peak then need RSS before the run (= after the previous
         # one) of at least peak - half the baseline's faults.
+        rises = [(int(r["minflt"]), (int(r["peak_kib"]) - int(r["rss_before_kib"])) / 4.0)
+                 for r in rows if r.get("rss_before_kib") and r.get("peak_kib")]
+        rises = [(f, x) for f, x in rises if x >= 1000]
+        seen = (" (here, over the %d runs that rose by 1,000 pages or more: faults / rise "
+                ">= %.4f)" % (len(rises), min(f / x for f, x in rises))) if rises else ""
         w("A run faults in at least the pages between the RSS it starts with and its peak, "
-          "under any allocator. Repeat-run faults at most half of `%s`'s, reaching the "
+          "under any allocator%s. Repeat-run faults at most half of `%s`'s, reaching the "
           "same peak (the query's data sets it), therefore need the server to start the run "
           "with at least that peak less half of `%s`'s faults resident:" % (
-              BASELINE, BASELINE))
+              seen, BASELINE, BASELINE))
         w("")
         w("| query | %s: peak RSS | faults rep | RSS after | RSS needed before a run for 0.5× "
           "its faults |" % BASELINE)
