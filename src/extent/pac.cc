@@ -99,11 +99,15 @@ Edata* Pac::obtain_cached(Edata* expand, size_t size, size_t alignment, bool zer
 
 void Pac::flush_sec(bool for_growth) {
   EdataList l;
+  // Counted before the extents leave the Sec, uncounted once all are in the ecache: whoever
+  // finds the Sec empty and this count at 0 finds those pages in the ecache.
+  sec_flushing_.fetch_add(1, std::memory_order_seq_cst);
   sec_.flush(&l, for_growth ? Sec::FlushOrder::kSmallFirst : Sec::FlushOrder::kLargeFirst);
   while (Edata* e = l.front()) {
     l.remove(e);
     extent::ecache_dalloc(core_, core_.ecache_dirty, e);
   }
+  sec_flushing_.fetch_sub(1, std::memory_order_release);
 }
 
 Edata* Pac::take_grown(Edata* expand, size_t size, size_t alignment, bool zero, PacSource* src) {
@@ -470,7 +474,13 @@ uint64_t Pac::decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t 
     return ns;
   }
   if (p.decay.ms() <= 0) return UINT64_MAX;
-  if (which == ExtentState::kDirty) flush_sec();  // a background thread must see them
+  if (which == ExtentState::kDirty) {
+    flush_sec();  // a background thread must see them
+    // Another thread's flush may still be carrying pages from the Sec to the ecache (a stats
+    // read, a growing arena): they are in neither count yet, and the ecache may look empty.
+    // Look again shortly rather than sleep without a deadline: the flusher does not wake us.
+    if (sec_flushing_.load(std::memory_order_acquire) != 0) return 0;
+  }
   if (!p.mtx.try_lock()) return 0;
   const size_t current = ecache_of(which).npages();
   uint64_t ns = p.decay.ns_until_purge(current, npages_threshold);

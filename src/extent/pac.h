@@ -337,6 +337,10 @@ class Pac {
   Sec sec_;  // ours, opt.extent_cache_bytes (sec.h)
   /// g_pac_growths when a free last looked: a free that finds it moved flushes the Sec first.
   std::atomic<uint64_t> sec_seen_growths_{0};
+  /// flush_sec() calls under way. Between taking extents out of the Sec and recording them in
+  /// the dirty ecache a flush holds pages that neither counts; a background thread asking how
+  /// long it may sleep (decay_ns_until_purge) must not read that gap as "nothing to decay".
+  std::atomic<unsigned> sec_flushing_{0};
   DecayPipeline decay_dirty_;
   DecayPipeline decay_muzzy_;
   std::atomic<size_t> nactive_{0};
