@@ -99,15 +99,16 @@ Edata* Pac::obtain_cached(Edata* expand, size_t size, size_t alignment, bool zer
 
 void Pac::flush_sec(bool for_growth) {
   EdataList l;
-  // Counted before the extents leave the Sec, uncounted once all are in the ecache: whoever
-  // finds the Sec empty and this count at 0 finds those pages in the ecache.
-  sec_flushing_.fetch_add(1, std::memory_order_seq_cst);
-  sec_.flush(&l, for_growth ? Sec::FlushOrder::kSmallFirst : Sec::FlushOrder::kLargeFirst);
+  // The Sec counts the extents in transit before they leave it; each is uncounted once it is in
+  // the ecache: whoever finds the Sec empty and then this count at 0 finds them in the ecache.
+  sec_.flush(&l, for_growth ? Sec::FlushOrder::kSmallFirst : Sec::FlushOrder::kLargeFirst,
+             &sec_transit_pages_);
   while (Edata* e = l.front()) {
     l.remove(e);
+    const size_t npages = e->size >> kLgPage;  // e may coalesce away in the ecache
     extent::ecache_dalloc(core_, core_.ecache_dirty, e);
+    sec_transit_pages_.fetch_sub(npages, std::memory_order_release);
   }
-  sec_flushing_.fetch_sub(1, std::memory_order_release);
 }
 
 Edata* Pac::take_grown(Edata* expand, size_t size, size_t alignment, bool zero, PacSource* src) {
@@ -452,11 +453,19 @@ bool Pac::try_decay(ExtentState which, uint64_t now_ns, Eagerness eagerness, boo
                     size_t hold_cap) {
   *epoch_advanced = false;
   DecayPipeline& p = pipeline(which);
-  if (!p.mtx.try_lock()) return false;  // someone else is on it; no need to wait
+  if (which == ExtentState::kDirty && sec_.npages() != 0) {
+    // An epoch about to end counts the pages freed during it as its newest: the small extent
+    // cache's go to the ecache first, so that decay ages them as if they had gone there when
+    // freed. (Not under the decay mutex: recording an extent dirty may purge.)
+    if (!p.mtx.try_lock()) return false;  // someone else is on it; no need to wait
+    const bool due = now_ns >= p.decay.deadline_ns();
+    p.mtx.unlock();
+    if (due) flush_sec();
+  }
+  if (!p.mtx.try_lock()) return false;
   maybe_decay_purge_locked(which, now_ns, eagerness, hold_cap, epoch_advanced);
   p.mtx.unlock();
-  // Decay sees the small extent cache's pages from the next epoch on: at most one epoch
-  // (decay_ms / 200) after they were freed.
+  // Pages cached after the check above: decay sees them from the next epoch on.
   if (which == ExtentState::kDirty && *epoch_advanced) flush_sec();
   return true;
 }
@@ -477,9 +486,9 @@ uint64_t Pac::decay_ns_until_purge(ExtentState which, uint64_t now_ns, uint64_t 
   if (which == ExtentState::kDirty) {
     flush_sec();  // a background thread must see them
     // Another thread's flush may still be carrying pages from the Sec to the ecache (a stats
-    // read, a growing arena): they are in neither count yet, and the ecache may look empty.
+    // read, a growing arena): they are not in the ecache's count yet, which may look empty.
     // Look again shortly rather than sleep without a deadline: the flusher does not wake us.
-    if (sec_flushing_.load(std::memory_order_acquire) != 0) return 0;
+    if (sec_transit_pages_.load(std::memory_order_acquire) != 0) return 0;
   }
   if (!p.mtx.try_lock()) return 0;
   const size_t current = ecache_of(which).npages();

@@ -210,8 +210,14 @@ class Pac {
   void destroy_retained();
 
   size_t nactive() const { return nactive_.load(std::memory_order_relaxed); }
-  /// Dirty pages: the dirty ecache's and the small extent cache's.
-  size_t ndirty() const { return core_.ecache_dirty.npages() + sec_.npages(); }
+  /// Dirty pages: the small extent cache's, those a flush is carrying from it, and the dirty
+  /// ecache's, read in the order pages move between them, so none is missed (one on its way
+  /// may be counted twice for that moment).
+  size_t ndirty() const {
+    const size_t cached = sec_.npages();
+    const size_t moving = sec_transit_pages_.load(std::memory_order_acquire);
+    return cached + moving + core_.ecache_dirty.npages();
+  }
   size_t nmuzzy() const { return core_.ecache_muzzy.npages(); }
   size_t nretained() const { return core_.ecache_retained.npages(); }
   /// Bytes of active + dirty + muzzy pages (part of stats.mapped).
@@ -337,10 +343,11 @@ class Pac {
   Sec sec_;  // ours, opt.extent_cache_bytes (sec.h)
   /// g_pac_growths when a free last looked: a free that finds it moved flushes the Sec first.
   std::atomic<uint64_t> sec_seen_growths_{0};
-  /// flush_sec() calls under way. Between taking extents out of the Sec and recording them in
-  /// the dirty ecache a flush holds pages that neither counts; a background thread asking how
-  /// long it may sleep (decay_ns_until_purge) must not read that gap as "nothing to decay".
-  std::atomic<unsigned> sec_flushing_{0};
+  /// Pages flush_sec() calls have taken out of the Sec and not yet recorded in the dirty
+  /// ecache (counted before they leave the Sec, uncounted once each is recorded). ndirty()
+  /// includes them; a background thread asking how long it may sleep (decay_ns_until_purge)
+  /// must not read that gap as "nothing to decay".
+  std::atomic<size_t> sec_transit_pages_{0};
   DecayPipeline decay_dirty_;
   DecayPipeline decay_muzzy_;
   std::atomic<size_t> nactive_{0};

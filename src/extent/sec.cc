@@ -82,9 +82,12 @@ bool Sec::remove(Edata* e, unsigned arena_ind) {
   return true;
 }
 
-void Sec::flush(EdataList* out, FlushOrder order) {
+void Sec::flush(EdataList* out, FlushOrder order, std::atomic<size_t>* in_transit) {
   if (npages_.load(std::memory_order_relaxed) == 0) return;
   MutexGuard g(mtx_);
+  // Counted in transit before npages_ drops (the read-modify-write orders the stores below
+  // after it): a reader of npages() and then *in_transit sees every page at least once.
+  in_transit->fetch_add(bytes_ / kPage, std::memory_order_seq_cst);
   if (order == FlushOrder::kSmallFirst) {
     for (size_t i = 0; i < kMaxPages; i++) drain_list_locked(i, out);
   } else {

@@ -10,14 +10,16 @@
 // Cached extents stay active in the emap (neighbours do not coalesce into them) and count as
 // dirty pages. Pac flushes the cache into the dirty ecache -- where they coalesce as any free
 // does -- whenever it matters that they be seen there: before it would grow (so that freed
-// memory is reused before any retained or fresh memory is taken), at each decay epoch (decay
-// sees every dirty page within one epoch), before purging on request (so arena destroy, which
-// purges everything first, finds the cache empty), before reading statistics, and when
-// in-place growth needs a cached neighbour.
+// memory is reused before any retained or fresh memory is taken), before a decay epoch ends
+// (decay ages cached pages as if they had been recorded dirty when freed), before purging on
+// request (so arena destroy, which purges everything first, finds the cache empty), before
+// reading statistics, and when in-place growth needs a cached neighbour.
 // Layer: extent. Callers: Pac only.
 // Concurrency: one mutex (LockRank::kLeaf: nothing is taken while it is held; extents leaving
-// the cache are handed back to the caller, who records them after unlocking). npages() is a
-// relaxed atomic read for statistics and the unlocked "anything cached?" test.
+// the cache are handed back to the caller, who records them after unlocking; flush() adds their
+// pages to the caller's in-transit count before they leave, so that a reader who looks here
+// first and there next never misses them). npages() is an atomic read (acquire) for statistics
+// and the unlocked "anything cached?" test.
 // Invariants: every cached extent has `cached` set, is page aligned with its cache-oblivious
 // offset dropped, belongs to this arena and sits in exactly one list, the one of its page count;
 // bytes_ == the sum of their sizes <= max_bytes_.
@@ -69,11 +71,13 @@ class Sec {
   /// neighbours (more contiguous memory, for a request no cached size fits); large first, every
   /// extent stays whole (each size comes back out of the ecache as it went in).
   enum class FlushOrder : uint8_t { kSmallFirst, kLargeFirst };
-  /// Everything cached, into *out.
-  void flush(EdataList* out, FlushOrder order);
+  /// Everything cached, into *out; *in_transit grows by their pages before any leaves (the
+  /// caller takes each one's pages off once it has recorded it elsewhere).
+  void flush(EdataList* out, FlushOrder order, std::atomic<size_t>* in_transit);
 
-  /// Pages cached now (unlocked read).
-  size_t npages() const { return npages_.load(std::memory_order_relaxed); }
+  /// Pages cached now (unlocked read; acquire, so that reads made after it -- the caller's
+  /// in-transit count -- see what left the cache after this value).
+  size_t npages() const { return npages_.load(std::memory_order_acquire); }
 
   void prefork() { mtx_.prefork(); }
   void postfork_parent() { mtx_.postfork_parent(); }
