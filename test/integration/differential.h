@@ -61,6 +61,13 @@
 // find_one() matches one line against an excuse table (for records where one library prints a
 // line the other does not).  Such a program has its own child dispatch before calling main() with
 // a null stream (no --record mode).
+//
+// Layout: a program whose records show extent sizes (page counts, mapped bytes, in-place
+// resizes) passes Layout::kSame to compare_with_reference(_under) or libraries(). It is then
+// skipped when the two libraries differ in config.cache_oblivious (this one configured
+// --disable-cache-oblivious against Debian's default build, say): every large extent differs
+// by a page and every such line would differ. The reference's value comes from a child run
+// with `--config-probe`, which main() answers before anything else.
 #ifndef JT_DIFFERENTIAL_H_
 #define JT_DIFFERENTIAL_H_
 
@@ -379,10 +386,41 @@ inline int record_main(StreamFn run) {
   return run(stdout) ? 0 : 1;
 }
 
+/// Whether a comparison needs the two libraries to lay out large extents alike.
+enum class Layout { kAny, kSame };
+
+/// config.cache_oblivious as this process's library answers it: "1", "0", or "?" (no mallctl,
+/// or no such name).
+inline const char* cache_oblivious_here() {
+  bool v;
+  size_t sz = sizeof(v);
+  if (mallctl == nullptr || mallctl("config.cache_oblivious", &v, &sz, nullptr, 0) != 0) return "?";
+  return v ? "1" : "0";
+}
+
+/// --config-probe: what Layout::kSame compares, on stdout.
+inline int config_probe_main() {
+  std::printf("cache_oblivious=%s\n", cache_oblivious_here());
+  return 0;
+}
+
+/// config.cache_oblivious of the library at `lib` (a child started on it answers), as
+/// cache_oblivious_here() spells it; "?" when the child did not answer.
+inline const char* cache_oblivious_of(const char* lib) {
+  static char out[64];
+  const char* args[] = {"--config-probe", nullptr};
+  Spawned c;
+  if (!spawn(&c, lib, args, nullptr, false)) return "?";
+  collect(&c, out, sizeof(out), nullptr, 0, 10000);
+  const char* v = std::strstr(out, "cache_oblivious=");
+  return v == nullptr ? "?" : v[16] == '1' ? "1" : v[16] == '0' ? "0" : "?";
+}
+
 /// The two libraries a comparison runs: libs[0] this one (the file mallctl comes from), libs[1]
 /// the reference (REF_LIB, default Debian's 5.3.0), both resolved.  False when there is nothing
-/// to compare: the test is then marked skipped (or failed) and the caller returns.
-inline bool libraries(const char* libs[2]) {
+/// to compare (or, with Layout::kSame, the two lay out large extents differently): the test is
+/// then marked skipped (or failed) and the caller returns.
+inline bool libraries(const char* libs[2], Layout layout = Layout::kAny) {
   static char ours[PATH_MAX], refp[PATH_MAX];
   const char* ref = std::getenv("REF_LIB");
   if (ref == nullptr) ref = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
@@ -397,6 +435,11 @@ inline bool libraries(const char* libs[2]) {
     FAIL_MSG("no loaded file defines mallctl");
   } else if (std::strcmp(ours, refp) == 0) {
     skip("running on the reference library");
+  } else if (const char *here = cache_oblivious_here(), *there = cache_oblivious_of(refp);
+             layout == Layout::kSame && std::strcmp(here, there) != 0) {
+    skip("config.cache_oblivious is %s here and %s in %s: every large extent differs by a page "
+         "(a build configured --disable-cache-oblivious is compared only with one configured so)",
+         here, there, refp);
   } else {
     libs[0] = ours, libs[1] = refp;
     return true;
@@ -473,10 +516,11 @@ inline bool records_ok(const char* const libs[2], const int st[2], const char* c
 
 /// The body of a test: records the stream on this library and on the reference (MALLOC_CONF
 /// unset), compares.
-inline void compare_with_reference(const Excl* doc, size_t ndoc, const Excl* bugs, size_t nbugs) {
+inline void compare_with_reference(const Excl* doc, size_t ndoc, const Excl* bugs, size_t nbugs,
+                                   Layout layout = Layout::kAny) {
   const char* libs[2];
   int st[2];
-  if (!libraries(libs)) return;
+  if (!libraries(libs, layout)) return;
   for (int k = 0; k < 2; k++) st[k] = record_child(libs[k], g_outbuf[k], sizeof(g_outbuf[k]));
   records_ok(libs, st, nullptr);
   compare_records(nullptr, doc, ndoc, bugs, nbugs);
@@ -488,12 +532,13 @@ inline void compare_with_reference(const Excl* doc, size_t ndoc, const Excl* bug
 /// variant.  Every variant runs even when an earlier one failed; the failures name the variant,
 /// and a last note lists the variants that failed.
 inline void compare_with_reference_under(const char* const* confs, size_t n, const Excl* doc,
-                                         size_t ndoc, const Excl* bugs, size_t nbugs) {
+                                         size_t ndoc, const Excl* bugs, size_t nbugs,
+                                         Layout layout = Layout::kAny) {
   const char* libs[2];
   static char failed[4096];
   size_t nfailed = 0;
   failed[0] = '\0';
-  if (!libraries(libs)) return;
+  if (!libraries(libs, layout)) return;
   for (size_t v = 0; v < n; v++) {
     int st[2];
     record_pair(libs, confs[v], st);
@@ -510,18 +555,20 @@ inline void compare_with_reference_under(const char* const* confs, size_t n, con
 
 template <size_t V, size_t N, size_t M>
 inline void compare_with_reference_under(const char* const (&confs)[V], const Excl (&doc)[N],
-                                         const Excl (&bugs)[M]) {
-  compare_with_reference_under(confs, V, doc, N, bugs, M);
+                                         const Excl (&bugs)[M], Layout layout = Layout::kAny) {
+  compare_with_reference_under(confs, V, doc, N, bugs, M, layout);
 }
 
 template <size_t N, size_t M>
-inline void compare_with_reference(const Excl (&doc)[N], const Excl (&bugs)[M]) {
-  compare_with_reference(doc, N, bugs, M);
+inline void compare_with_reference(const Excl (&doc)[N], const Excl (&bugs)[M],
+                                   Layout layout = Layout::kAny) {
+  compare_with_reference(doc, N, bugs, M, layout);
 }
 
 /// The program's main: --record dispatch (run null: the program has no stream), the variant
 /// skip, then the registered tests.
 inline int main(int argc, char** argv, StreamFn run) {
+  if (argc >= 2 && std::strcmp(argv[1], "--config-probe") == 0) return config_probe_main();
   if (run != nullptr && argc >= 2 && std::strcmp(argv[1], "--record") == 0) {
     return record_main(run);
   }

@@ -588,7 +588,9 @@ TEST(stream_in_process) {
   jt::note("%d failures", jt::diff::g_failures);
 }
 
-TEST(same_pages_as_5_3_0) { jt::diff::compare_with_reference(kDocumented, kKnownBugs); }
+TEST(same_pages_as_5_3_0) {
+  jt::diff::compare_with_reference(kDocumented, kKnownBugs, jt::diff::Layout::kSame);
+}
 
 // The stream under option variants (differential.h); the program's malloc_conf (decay off, GC out
 // of reach) and bounded_coalesce:false still apply beneath each, and every phase sets the manual
@@ -598,7 +600,8 @@ constexpr const char* kConfs[] = {"lg_extent_max_active_fit:2", "oversize_thresh
                                   "oversize_threshold:4194304", "narenas:1"};
 
 TEST(same_pages_under_options) {
-  jt::diff::compare_with_reference_under(kConfs, kDocumented, kKnownBugs);
+  jt::diff::compare_with_reference_under(kConfs, kDocumented, kKnownBugs,
+                                           jt::diff::Layout::kSame);
 }
 
 // The stream on this library with its default coalescing bound, for the checks only (placement

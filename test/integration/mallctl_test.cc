@@ -503,8 +503,11 @@ TEST(opt_main_options) {
   EXPECT_EQ(b, jt::conf_bool("background_thread", false));
   EXPECT_EQ(jt::ctl_get("opt.retain", &b), 0);
   EXPECT_TRUE(b);
+  // A build property: true unless configured --disable-cache-oblivious (config.* says which).
+  bool co = false;
+  EXPECT_EQ(jt::ctl_get("config.cache_oblivious", &co), 0);
   EXPECT_EQ(jt::ctl_get("opt.cache_oblivious", &b), 0);
-  EXPECT_TRUE(b);
+  EXPECT_EQ(b, co);
   EXPECT_EQ(jt::ctl_get("opt.zero", &b), 0);
   EXPECT_FALSE(b);
   EXPECT_EQ(jt::ctl_get("opt.stats_print", &b), 0);
@@ -804,7 +807,9 @@ TEST(experimental_utilization_query) {
   ASSERT_EQ(mallctl("experimental.utilization.query", &v, &len, &large, sizeof(void*)), 0);
   EXPECT_EQ(v.nregs, 1u);
   EXPECT_EQ(v.nfree, 0u);
-  EXPECT_EQ(v.size, nallocx(100000, 0) + 4096);  // the extent: usable size + the pad page
+  bool co = true;
+  EXPECT_EQ(jt::ctl_get("config.cache_oblivious", &co), 0);
+  EXPECT_EQ(v.size, nallocx(100000, 0) + (co ? 4096 : 0));  // the extent: usable size + the pad
   EXPECT_EQ(v.bin_nregs, 0u);
   EXPECT_TRUE(v.slabcur_addr == nullptr);
   // Exact lengths only.

@@ -786,7 +786,9 @@ TEST(stream_in_process) {
   jt::note("%d failures", jt::diff::g_failures);
 }
 
-TEST(same_counters_as_5_3_0) { jt::diff::compare_with_reference(kDocumented, kKnownBugs); }
+TEST(same_counters_as_5_3_0) {
+  jt::diff::compare_with_reference(kDocumented, kKnownBugs, jt::diff::Layout::kSame);
+}
 
 // The stream under option variants (differential.h). malloc_conf above still applies beneath
 // each and malloc_conf_2_conf_harder on top; only variants that keep decay off, the GC out of
@@ -807,7 +809,8 @@ constexpr const char* kConfs[] = {
 // clang-format on
 
 TEST(same_counters_under_options) {
-  jt::diff::compare_with_reference_under(kConfs, kDocumented, kKnownBugs);
+  jt::diff::compare_with_reference_under(kConfs, kDocumented, kKnownBugs,
+                                           jt::diff::Layout::kSame);
 }
 
 int main(int argc, char** argv) { return jt::diff::main(argc, argv, run_stream); }

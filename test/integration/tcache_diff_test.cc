@@ -623,7 +623,9 @@ TEST(stream_in_process) {
   jt::note("%d failures", jt::diff::g_failures);
 }
 
-TEST(same_cache_behaviour_as_5_3_0) { jt::diff::compare_with_reference(kDocumented, kKnownBugs); }
+TEST(same_cache_behaviour_as_5_3_0) {
+  jt::diff::compare_with_reference(kDocumented, kKnownBugs, jt::diff::Layout::kSame);
+}
 
 // The stream under option variants (differential.h); decay stays off and bounded_coalesce off
 // beneath each. Fills, flushes and GC steps stay byte-driven under all of them: the layout
@@ -640,7 +642,8 @@ constexpr const char* kConfs[] = {"narenas:1",
                                   "tcache_gc_incr_bytes:32768"};
 
 TEST(same_cache_behaviour_under_options) {
-  jt::diff::compare_with_reference_under(kConfs, kDocumented, kKnownBugs);
+  jt::diff::compare_with_reference_under(kConfs, kDocumented, kKnownBugs,
+                                           jt::diff::Layout::kSame);
 }
 
 int main(int argc, char** argv) { return jt::diff::main(argc, argv, run_stream); }

@@ -13,8 +13,14 @@
 #            percpu_arena:percpu, background_thread:true, dss:primary, retain:false (on ours and
 #            on 5.3.0; tcache:false, narenas:1 and decay 0 / -1 run in `make check` already):
 #            malloc_test, size_class_test, dss_test.
+#   nopad    a second tree, built from the distributed sources and configured
+#            --disable-cache-oblivious (large extents without the pad page): the page allocator's
+#            unit programs and the integration programs of the reuse guarantee (size sweep and
+#            exhaustion, thread exit) and of the options and mallctl names, which compute with
+#            the build's layout; the differential ones among them compare with the reference
+#            only where the layout does not show.
 #
-# Usage: run.sh [LEG...]   (default: all four, in that order)
+# Usage: run.sh [LEG...]   (default: all five, in that order)
 # Environment: FUZZ_SECONDS (default 30), CLANGXX (default clang++-14), JOBS, top_srcdir,
 # top_builddir (a configured and built tree: `make` and the integration programs of
 # `make check`). Prints one line per leg with its time. Exit status 0 when every leg passed.
@@ -26,7 +32,7 @@ export top_srcdir top_builddir
 CLANGXX=${CLANGXX:-clang++-14}
 export CLANGXX
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
-legs=${*:-asan fuzz tsan configs}
+legs=${*:-asan fuzz tsan configs nopad}
 obj=$top_builddir/test/legs/obj
 mkdir -p "$obj"
 failed=
@@ -111,9 +117,47 @@ leg_configs() {
   return "$rc"
 }
 
+nopad_units="test/unit/sz_test test/unit/eset_test test/unit/extent_test test/unit/pac_test
+  test/unit/sec_test test/unit/arena_test test/unit/arenas_test test/unit/tcache_test
+  test/unit/background_thread_test test/unit/opt_test test/unit/ctl_test test/unit/ctl_stats_test
+  test/unit/stats_print_test"
+nopad_integration="reuse_test thread_exit_diff_test options_test mallctl_test extent_diff_test"
+leg_nopad() {
+  src=$obj/nopad-src b=$obj/nopad-build log=$obj/nopad.log
+  rm -rf "$src" "$b"
+  mkdir -p "$b"
+  progs=$nopad_units
+  for p in $nopad_integration; do progs="$progs test/integration/$p"; done
+  # A tree of its own (an in-tree build cannot be configured twice); the outer make's flags
+  # (jobserver) do not reach it.
+  # shellcheck disable=SC2086
+  if ! (env MAKEFLAGS= MFLAGS= make -C "$top_builddir" distdir distdir="$src" \
+           top_distdir="$src" &&
+         cd "$b" && "$src/configure" --disable-dependency-tracking --disable-cache-oblivious &&
+         env MAKEFLAGS= MFLAGS= make -j"${JOBS:-2}" libjemalloc.la libnewdelete.la \
+           test/integration/build-env.sh $progs) >"$log" 2>&1; then
+    tail -n 30 "$log"
+    return 1
+  fi
+  ok=yes
+  for t in $nopad_units; do
+    if "$b/$t" >"$b/$t.log" 2>&1; then
+      echo "  PASS: $t [no pad] ($(grep -E '^\[  PASSED  \]' "$b/$t.log"))"
+    else
+      echo "  FAIL: $t [no pad]"; grep -E 'FAILED|Failure' -A 6 "$b/$t.log" | head -n 40; ok=no
+    fi
+  done
+  # shellcheck disable=SC2086
+  top_builddir=$b sh "$top_srcdir/test/integration/run.sh" $nopad_integration \
+    >"$obj/nopad-integration.log" 2>&1 || ok=no
+  grep -E '^(FAIL|integration:)' "$obj/nopad-integration.log"
+  [ "$ok" = yes ] || grep -A 30 '^FAIL' "$obj/nopad-integration.log" | head -n 80
+  [ "$ok" = yes ]
+}
+
 for l in $legs; do
   case $l in
-    asan | fuzz | tsan | configs) leg "$l" "leg_$l" ;;
+    asan | fuzz | tsan | configs | nopad) leg "$l" "leg_$l" ;;
     *) echo "run.sh: unknown leg $l" >&2; exit 2 ;;
   esac
 done

@@ -584,7 +584,7 @@ TEST_F(Ctl, BackgroundThreads) {
 TEST_F(Ctl, ConfigAndOpt) {
   EXPECT_EQ(read<bool>("config.debug"), config::kDebug);
   EXPECT_EQ(read<bool>("config.stats"), config::kStats);
-  EXPECT_TRUE(read<bool>("config.cache_oblivious"));
+  EXPECT_EQ(read<bool>("config.cache_oblivious"), config::kCacheOblivious);
   EXPECT_EQ(read<bool>("config.prof"), config::kProf);
   EXPECT_EQ(read<bool>("config.prof_libgcc"), config::kProf);
   EXPECT_FALSE(read<bool>("config.prof_libunwind"));

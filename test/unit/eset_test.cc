@@ -35,13 +35,20 @@ TEST_F(EsetTest, EmptyFitsNothing) {
 }
 
 TEST_F(EsetTest, BinOfStripsThePad) {
-  // A 16 KiB allocation's 20 KiB extent sits in the 20 KiB bin; 1.25 MiB bin holds
-  // [1028 KiB, 1284 KiB).
-  EXPECT_EQ(sz::pind2sz(Eset::bin_of(20 * kKiB)), 20 * kKiB);
-  EXPECT_EQ(sz::pind2sz(Eset::bin_of(1028 * kKiB)), 1280 * kKiB);
-  EXPECT_EQ(sz::pind2sz(Eset::bin_of(1280 * kKiB)), 1280 * kKiB);
-  EXPECT_EQ(sz::pind2sz(Eset::bin_of(1284 * kKiB - 4 * kKiB)), 1280 * kKiB);
-  EXPECT_EQ(sz::pind2sz(Eset::bin_of(1284 * kKiB)), 1536 * kKiB);
+  // With the pad (the default layout): a 16 KiB allocation's 20 KiB extent sits in the 20 KiB
+  // bin; the 1.25 MiB bin holds [1028 KiB, 1284 KiB).
+  EXPECT_EQ(sz::pind2sz(Eset::bin_of(20 * kKiB, kPg)), 20 * kKiB);
+  EXPECT_EQ(sz::pind2sz(Eset::bin_of(1028 * kKiB, kPg)), 1280 * kKiB);
+  EXPECT_EQ(sz::pind2sz(Eset::bin_of(1280 * kKiB, kPg)), 1280 * kKiB);
+  EXPECT_EQ(sz::pind2sz(Eset::bin_of(1284 * kKiB - 4 * kKiB, kPg)), 1280 * kKiB);
+  EXPECT_EQ(sz::pind2sz(Eset::bin_of(1284 * kKiB, kPg)), 1536 * kKiB);
+  // Without it (--disable-cache-oblivious): the 1.25 MiB bin holds [1280 KiB, 1536 KiB).
+  EXPECT_EQ(sz::pind2sz(Eset::bin_of(16 * kKiB, 0)), 16 * kKiB);
+  EXPECT_EQ(sz::pind2sz(Eset::bin_of(1280 * kKiB - 4 * kKiB, 0)), 1024 * kKiB);
+  EXPECT_EQ(sz::pind2sz(Eset::bin_of(1280 * kKiB, 0)), 1280 * kKiB);
+  EXPECT_EQ(sz::pind2sz(Eset::bin_of(1536 * kKiB - 4 * kKiB, 0)), 1280 * kKiB);
+  // An instance files extents with this build's pad.
+  EXPECT_EQ(Eset::bin_of(1284 * kKiB), Eset::bin_of(1284 * kKiB, sz::kLargePad));
 }
 
 TEST_F(EsetTest, PrefersOldestAcrossBins) {
@@ -193,21 +200,30 @@ TEST(EsetReach, MaxFitExtentIsTheLargestReachable) {
         }
         // A freed extent of an allocation's own size (class + pad) always fits its own bound,
         // and with the pad the bound never exceeds size << lg (the stated ratio).
-        if (lg >= 1 && sz::psz_quantize_floor(s, pad) == s) ASSERT_GE(m, s);
-        if (pad != 0 && lg < 64 && s <= (sc::kLargeMaxClass >> lg)) ASSERT_LE(m, s << lg);
+        if (lg >= 1 && sz::psz_quantize_floor(s, pad) == s) {
+          ASSERT_GE(m, s);
+        }
+        if (pad != 0 && lg < 64 && s <= (sc::kLargeMaxClass >> lg)) {
+          ASSERT_LE(m, s << lg);
+        }
       }
     }
   }
 }
 
 TEST_F(EsetTest, ReachClosesTheHoleAt116KiB) {
-  // 100,000-byte requests: usable 112 KiB, extent 116 KiB. 116 KiB << 6 = 7424 KiB sits in the
-  // 8 MiB bin, which a 116 KiB search never reaches; the bound is the 7 MiB class instead.
-  size_t s = 116 * kKiB;
-  EXPECT_EQ(Eset::max_fit_extent(s, 6), 7 * kMiB);
-  Edata* too_big = add(0x10000000, s << 6, 1);
+  // 100,000-byte requests: usable 112 KiB, extent 116 KiB with the pad. 116 KiB << 6 = 7424 KiB
+  // sits in the 8 MiB bin, which a 116 KiB search never reaches; the bound is the 7 MiB class
+  // instead. Without the pad the extent is 112 KiB and 112 KiB << 6 = 7 MiB is reachable: the
+  // bound is the last page of the 7 MiB bin.
+  EXPECT_EQ(Eset::max_fit_extent(116 * kKiB, 6, kPg), 7 * kMiB);
+  EXPECT_EQ(Eset::max_fit_extent(112 * kKiB, 6, 0), 8 * kMiB - kPg);
+  // This build's layout: the first extent past the bound is not handed out, the bound is.
+  const size_t s = 112 * kKiB + sz::kLargePad;
+  const size_t bound = Eset::max_fit_extent(s, 6);
+  Edata* too_big = add(0x10000000, bound + kPg, 1);
   EXPECT_EQ(eset.fit(s, kPg, false, 6), nullptr);
-  Edata* ok = add(0x20000000, 7 * kMiB, 2);
+  Edata* ok = add(0x20000000, bound, 2);
   EXPECT_EQ(eset.fit(s, kPg, false, 6), ok);
   EXPECT_NE(too_big, ok);
 }

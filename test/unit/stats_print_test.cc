@@ -280,7 +280,8 @@ class StatsPrint : public ::testing::Test {
 constexpr const char* kTextSections[] = {
     "___ Begin jemalloc statistics ___\n",
     "Version: \"5.3.0-",
-    "Build-time option settings\n  config.cache_oblivious: true\n",
+    je::config::kCacheOblivious ? "Build-time option settings\n  config.cache_oblivious: true\n"
+                                : "Build-time option settings\n  config.cache_oblivious: false\n",
     je::config::kProf ? "  config.prof: true\n" : "  config.prof: false\n",
     "Run-time option settings\n  opt.abort: false\n",
     "  opt.dirty_decay_ms: 10000 (arenas.dirty_decay_ms: 10000)\n",

@@ -239,40 +239,43 @@ TEST(Sz, Sa2uProperties) {
 }
 
 // Reference for the quantize tests: every "psz class + pad" extent size, sorted.
-std::vector<size_t> padded_psz() {
+std::vector<size_t> padded_psz(size_t pad) {
   std::vector<size_t> out;
-  for (size_t c : golden().psz) out.push_back(c + kLargePad);
+  for (size_t c : golden().psz) out.push_back(c + pad);
   return out;
 }
 
+// With the cache-oblivious pad of one page (the default build's layout; the functions take the
+// pad as a parameter, so this runs in a --disable-cache-oblivious build too).
 TEST(Sz, QuantizeExamples) {
   SKIP_UNLESS_4K_PAGE();
-  EXPECT_EQ(sz::psz_quantize_floor(4096), 4096u);
-  EXPECT_EQ(sz::psz_quantize_floor(8192), 8192u);
-  EXPECT_EQ(sz::psz_quantize_floor(12288), 12288u);
-  EXPECT_EQ(sz::psz_quantize_floor(16384), 16384u);
-  EXPECT_EQ(sz::psz_quantize_floor(20480), 20480u);
-  EXPECT_EQ(sz::psz_quantize_floor(1052672), 1052672u);  // 1 MiB + pad
+  EXPECT_EQ(sz::psz_quantize_floor(4096, kPage), 4096u);
+  EXPECT_EQ(sz::psz_quantize_floor(8192, kPage), 8192u);
+  EXPECT_EQ(sz::psz_quantize_floor(12288, kPage), 12288u);
+  EXPECT_EQ(sz::psz_quantize_floor(16384, kPage), 16384u);
+  EXPECT_EQ(sz::psz_quantize_floor(20480, kPage), 20480u);
+  EXPECT_EQ(sz::psz_quantize_floor(1052672, kPage), 1052672u);  // 1 MiB + pad
   // Everything from 1 MiB + pad up to (not including) 1.25 MiB + pad files under 1 MiB + pad,
   // whose psz index is that of the 1.25 MiB class once the pad is left in.
   const je::pszind_t p125 = sz::psz2ind(1280 * 1024);
   EXPECT_EQ(sz::pind2sz(p125), 1280u * 1024);
   for (size_t s = 1028 * 1024; s <= 1280 * 1024; s += kPage) {
-    EXPECT_EQ(sz::psz_quantize_floor(s), 1028u * 1024) << s;
-    EXPECT_EQ(sz::psz2ind(sz::psz_quantize_floor(s)), p125) << s;
+    EXPECT_EQ(sz::psz_quantize_floor(s, kPage), 1028u * 1024) << s;
+    EXPECT_EQ(sz::psz2ind(sz::psz_quantize_floor(s, kPage)), p125) << s;
   }
-  EXPECT_EQ(sz::psz_quantize_ceil(1032 * 1024), 1284u * 1024);
-  EXPECT_EQ(sz::psz_quantize_ceil(1284 * 1024), 1284u * 1024);
+  EXPECT_EQ(sz::psz_quantize_ceil(1032 * 1024, kPage), 1284u * 1024);
+  EXPECT_EQ(sz::psz_quantize_ceil(1284 * 1024, kPage), 1284u * 1024);
 }
 
-// floor is the largest class+pad <= size, ceil the smallest >= size, for page-aligned sizes.
-TEST(Sz, QuantizeInvariants) {
-  SKIP_UNLESS_4K_PAGE();
-  const std::vector<size_t> pad = padded_psz();
-  auto check = [&pad](size_t size) {
+// floor is the largest class+pad <= size, ceil the smallest >= size, for page-aligned sizes;
+// with the pad of either layout (one page, or none in a --disable-cache-oblivious build).
+void check_quantize_invariants(size_t pad_bytes) {
+  SCOPED_TRACE(pad_bytes);
+  const std::vector<size_t> pad = padded_psz(pad_bytes);
+  auto check = [&pad, pad_bytes](size_t size) {
     SCOPED_TRACE(size);
-    const size_t f = sz::psz_quantize_floor(size);
-    const size_t c = sz::psz_quantize_ceil(size);
+    const size_t f = sz::psz_quantize_floor(size, pad_bytes);
+    const size_t c = sz::psz_quantize_ceil(size, pad_bytes);
     EXPECT_LE(f, size);
     EXPECT_GE(c, size);
     const bool exact = std::binary_search(pad.begin(), pad.end(), size);
@@ -294,9 +297,16 @@ TEST(Sz, QuantizeInvariants) {
   };
   for (size_t size = kPage; size <= 8 * 1024 * 1024; size += kPage) check(size);
   for (size_t v : pad) {
-    if (v > sc::kLargeMaxClass) continue;  // the top class + pad has no successor to test
+    if (v >= sc::kLargeMaxClass) continue;  // the top class (+ pad) has no successor to test
     for (size_t s : {v - kPage, v, v + kPage}) check(s);
   }
+}
+
+TEST(Sz, QuantizeInvariants) {
+  SKIP_UNLESS_4K_PAGE();
+  check_quantize_invariants(kPage);
+  check_quantize_invariants(0);
+  EXPECT_EQ(sz::kLargePad, je::config::kCacheOblivious ? kPage : 0u);
 }
 
 }  // namespace
