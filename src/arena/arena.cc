@@ -106,9 +106,20 @@ Edata* Arena::slab_alloc(szind_t binind, unsigned shard) {
 }
 
 unsigned Arena::slab_alloc_batch(szind_t binind, unsigned shard, Edata** out, unsigned k) {
-  const unsigned got = k == 1 ? (out[0] = pac_.alloc(g_bin_geo[binind].slab_size, kPage,
-                                                      /*zero=*/false)) != nullptr
-                              : pac_.alloc_batch(g_bin_geo[binind].slab_size, out, k);
+  const size_t size = g_bin_geo[binind].slab_size;
+  // Ours (opt.borrow_dirty): before this arena grows, another automatic arena's cached pages
+  // of the slab's size -- emptied slabs, most often, of a thread that frees what others
+  // allocated -- become this arena's.
+  const bool borrow = g_arena_opt.borrow_dirty && may_share_pages();
+  unsigned got = k == 1 ? (out[0] = pac_.alloc(size, kPage, /*zero=*/false, !borrow)) != nullptr
+                        : pac_.alloc_batch(size, out, k, !borrow);
+  for (; borrow && got < k; got++) {
+    Edata* e = pac_.alloc_cached(size, kPage, /*zero=*/false);
+    if (e == nullptr) e = arenas_borrow_slab(this, size);
+    if (e == nullptr) e = pac_.grow(size, kPage, /*zero=*/false);
+    if (e == nullptr) break;
+    out[got] = e;
+  }
   unsigned n = 0;
   for (unsigned i = 0; i < got; i++) {
     if (init_slab(out[i], binind, shard)) out[n++] = out[i];

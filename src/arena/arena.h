@@ -170,6 +170,10 @@ class Arena {
   Edata* alloc_cached_extent(size_t size, size_t alignment, bool zero) {
     return pac_.alloc(size, alignment, zero, /*may_grow=*/false);
   }
+  /// The same for another arena's slab: the extent leaves this arena (Pac::lend; adopt_extent
+  /// in the borrower makes it that arena's). nullptr if none fits.
+  Edata* lend_cached_extent(size_t size, ExtentState* was) { return pac_.lend(size, was); }
+  void adopt_extent(Edata* e, ExtentState was) { pac_.adopt(e, was); }
   /// Decay times (arena.<i>.{dirty,muzzy}_decay_ms); setting restarts that backlog and may purge.
   int64_t decay_ms(ExtentState which) const { return pac_.decay_ms_get(which); }
   bool set_decay_ms(ExtentState which, int64_t ms, uint64_t now_ns) {

@@ -105,24 +105,42 @@ bool arenas_boot(const ArenaOptions& opts) {
 unsigned arenas_narenas_auto() { return g_narenas_auto; }
 unsigned arenas_narenas_total() { return g_narenas_total.load(std::memory_order_acquire); }
 size_t arenas_oversize_threshold() { return g_oversize_threshold; }
-Edata* arenas_borrow_large(Arena* home, size_t size, size_t alignment, bool zero, Arena** owner) {
+namespace {
+/// The automatic arenas other than `home` that may lend `size` bytes, round robin from the one
+/// after it (so that arenas short of pages do not all ask the same one first), until `take`
+/// returns an extent. The unlocked page counts only skip arenas that cannot have a fit.
+template <class Take>
+Edata* borrow_from_others(Arena* home, size_t size, Take take) {
   const unsigned n = g_narenas_auto;
   const unsigned h = home->ind();
   const size_t npages = size >> config::kLgPage;
-  // Round robin from the next index, so that arenas short of pages do not all ask the same one
-  // first. The unlocked page counts only skip arenas that cannot have a fit.
   for (unsigned k = 1; k < n; k++) {
     const unsigned i = h + k < n ? h + k : h + k - n;
     Arena* a = g_arenas[i].load(std::memory_order_acquire);
     if (a == nullptr || a->ndirty() + a->nmuzzy() < npages || !a->may_share_pages()) {
       continue;
     }
-    if (Edata* e = a->alloc_cached_extent(size, alignment, zero)) {
-      *owner = a;
-      return e;
-    }
+    if (Edata* e = take(a)) return e;
   }
   return nullptr;
+}
+}  // namespace
+
+Edata* arenas_borrow_large(Arena* home, size_t size, size_t alignment, bool zero, Arena** owner) {
+  return borrow_from_others(home, size, [&](Arena* a) {
+    Edata* e = a->alloc_cached_extent(size, alignment, zero);
+    if (e != nullptr) *owner = a;
+    return e;
+  });
+}
+
+Edata* arenas_borrow_slab(Arena* home, size_t size) {
+  return borrow_from_others(home, size, [&](Arena* a) {
+    ExtentState was;
+    Edata* e = a->lend_cached_extent(size, &was);
+    if (e != nullptr) home->adopt_extent(e, was);
+    return e;
+  });
 }
 
 bool arenas_huge_enabled() { return g_huge_enabled; }

@@ -122,6 +122,10 @@ void arenas_set_bounded_coalesce_default(bool on);
 /// extent hooks only -- allocated in and owned by that arena (*owner), or nullptr.
 struct Edata;
 Edata* arenas_borrow_large(Arena* home, size_t size, size_t alignment, bool zero, Arena** owner);
+/// Ours (opt.borrow_dirty, slabs): the same search for a slab of `size` bytes for `home`, but
+/// the extent changes hands -- it becomes home's (Pac::lend, Pac::adopt), since a slab's
+/// regions are freed to the bin of the arena its extent names. nullptr if none fits.
+Edata* arenas_borrow_slab(Arena* home, size_t size);
 
 void arenas_prefork();
 void arenas_postfork_parent();

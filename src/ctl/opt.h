@@ -464,8 +464,9 @@ struct OptStorage<OptKind::kNotBuilt> {
     "true: an arena that takes retained or new pages purges as many dirty pages, from free "       \
     "extents of 64 KiB or more, keeping max(1 MiB, active/32); false (default): as 5.3.0.")        \
   X(borrow_dirty, Bool, true, (opt_any()), kOptBoth, "ours: supported",                            \
-    "A large allocation its automatic arena would grow for is served from another automatic "      \
-    "arena's cached pages (and belongs to it); false keeps arenas apart as jemalloc 5.3.0 does.")  \
+    "A large allocation or slab its automatic arena would grow for is served from another "        \
+    "automatic arena's cached pages (a large block belongs to that arena, a slab's pages change "  \
+    "hands); false keeps arenas apart as jemalloc 5.3.0 does.")                                    \
   X(decay_hold_peak, Bool, true, (opt_any()), kOptBoth, "ours: supported",                         \
     "Dirty decay keeps as many pages as active memory fell below its peak of the last "            \
     "dirty_decay_ms (and 1/64 of the peak more while the arena is in use), for a return to "       \

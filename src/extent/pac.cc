@@ -61,17 +61,17 @@ void Pac::count_alloc(PacSource src, size_t size) {
 // The one allocation cascade, for a new extent (`expand` nullptr) and for in-place growth
 // (`expand`: only the free extent right after it can serve). The muzzy ecache is consulted
 // only while muzzy decay is on: with muzzy_decay_ms 0 purging never moves pages there.
-Edata* Pac::obtain(Edata* expand, size_t size, size_t alignment, bool zero, bool may_grow,
+Edata* Pac::obtain(Edata* expand, size_t size, size_t alignment, bool zero, Reach reach,
                    PacSource* src) {
   Edata* e = obtain_cached(expand, size, alignment, zero, src);
   // Freed memory before any retained or fresh memory: what the small extent cache holds has
   // not been seen by the ecache yet, so it goes there (coalescing as it goes) and the search
   // runs once more.
-  if (e == nullptr && may_grow && sec_.npages() != 0) {
+  if (e == nullptr && reach != Reach::kCached && sec_.npages() != 0) {
     flush_sec(/*for_growth=*/true);
     e = obtain_cached(expand, size, alignment, zero, src);
   }
-  if (e == nullptr && may_grow) e = take_grown(expand, size, alignment, zero, src);
+  if (e == nullptr && reach == Reach::kGrow) e = take_grown(expand, size, alignment, zero, src);
   return e;
 }
 
@@ -134,9 +134,41 @@ Edata* Pac::alloc(size_t size, size_t alignment, bool zero, bool may_grow) {
   // The small extent cache serves only what it holds exactly; a zeroed request needs pages
   // known to be zero, which cached (dirty) ones are not.
   Edata* e = zero ? nullptr : sec_.take(size, alignment);
-  if (e == nullptr) e = obtain(nullptr, size, alignment, zero, may_grow, &src);
+  if (e == nullptr) {
+    e = obtain(nullptr, size, alignment, zero, may_grow ? Reach::kGrow : Reach::kCached, &src);
+  }
   if (e != nullptr) new_extent_obtained(src, size);
   return e;
+}
+
+Edata* Pac::alloc_cached(size_t size, size_t alignment, bool zero) {
+  PacSource src = PacSource::kDirty;
+  Edata* e = zero ? nullptr : sec_.take(size, alignment);
+  if (e == nullptr) e = obtain(nullptr, size, alignment, zero, Reach::kFlushed, &src);
+  if (e != nullptr) new_extent_obtained(src, size);
+  return e;
+}
+
+Edata* Pac::lend(size_t size, ExtentState* was) {
+  PacSource src = PacSource::kDirty;
+  Edata* e = sec_.take(size, kPage);
+  if (e == nullptr) e = obtain(nullptr, size, kPage, /*zero=*/false, Reach::kCached, &src);
+  if (e == nullptr) return nullptr;
+  // Counted as reuse of this arena's cached pages; never active here, so the hold's peak and
+  // the active count do not see it.
+  count_alloc(src, size);
+  core_.mapped.fetch_sub(size, std::memory_order_relaxed);
+  *was = src == PacSource::kMuzzy ? ExtentState::kMuzzy : ExtentState::kDirty;
+  return e;
+}
+
+void Pac::adopt(Edata* e, ExtentState was) {
+  {
+    MutexGuard g(ecache_of(was).mtx);
+    e->arena_ind = static_cast<uint16_t>(core_.ind());
+  }
+  core_.mapped.fetch_add(e->size, std::memory_order_relaxed);
+  note_active_grown(e->npages());
 }
 
 Edata* Pac::grow(size_t size, size_t alignment, bool zero) {
@@ -352,7 +384,7 @@ bool Pac::expand(Edata* e, size_t old_size, size_t new_size, bool zero) {
     }
   }
   PacSource src;
-  Edata* trail = obtain(e, amount, kPage, zero, /*may_grow=*/true, &src);
+  Edata* trail = obtain(e, amount, kPage, zero, Reach::kGrow, &src);
   if (trail == nullptr) return false;
   if (!extent::merge_wrapper(core_, e, trail)) {
     extent::dalloc_wrapper(core_, trail);
@@ -372,14 +404,14 @@ bool Pac::shrink(Edata* e, size_t old_size, size_t new_size) {
   return true;
 }
 
-unsigned Pac::alloc_batch(size_t size, Edata** out, unsigned k) {
+unsigned Pac::alloc_batch(size_t size, Edata** out, unsigned k, bool may_grow) {
   unsigned got = sec_.take_batch(size, out, k);
   if (got != 0) {
     note_active_grown((size >> kLgPage) * got);
     core_.counters.add_alloc(PacSource::kDirty, (size >> kLgPage) * got, got);
   }
   while (got < k) {
-    Edata* e = alloc(size, kPage, /*zero=*/false);
+    Edata* e = alloc(size, kPage, /*zero=*/false, may_grow);
     if (e == nullptr) break;
     out[got++] = e;
   }

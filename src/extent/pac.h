@@ -17,8 +17,10 @@
 // retained and growing), one decay mutex per decaying ecache (kDecay; held only to advance the
 // epoch -- purging itself runs unlocked, serialized by Decay::purging), the edata cache
 // (kEdataCache). Counters are relaxed atomics.
-// Invariants: nactive == pages of extents handed out and not yet returned; `stats.mapped` counts
-// active + dirty + muzzy bytes (not retained); every free extent is in exactly one ecache.
+// Invariants: nactive == pages of extents handed out and not yet returned, adopted ones
+// included and lent ones not (opt.borrow_dirty: a lent extent becomes the borrower's);
+// `stats.mapped` counts active + dirty + muzzy bytes (not retained); every free extent is in
+// exactly one ecache, of the Pac its arena index names.
 // jemalloc mapping: pac_t (src/pac.c) with pa_shard's nactive; stats.arenas.<i>.{pactive, pdirty,
 // pmuzzy, mapped, retained, dirty_*, muzzy_*, abandoned_vm, extent_avail} and
 // stats.arenas.<i>.mutexes.{extents_*, decay_dirty, decay_muzzy, extent_avail}.*.
@@ -175,8 +177,25 @@ class Pac {
   void dalloc(Edata* e);
   /// For slabs: up to `k` extents of `size` bytes (page aligned, not zeroed) into out[], the
   /// small extent cache's under one lock, the rest one by one as alloc() finds them. Returns
-  /// how many (fewer only on OOM). The caller sets szind/slab via the emap.
-  unsigned alloc_batch(size_t size, Edata** out, unsigned k);
+  /// how many (fewer only on OOM, or, without `may_grow`, when nothing cached fits). The caller
+  /// sets szind/slab via the emap.
+  unsigned alloc_batch(size_t size, Edata** out, unsigned k, bool may_grow = true);
+  /// alloc() without growth, but after recording the small extent cache's extents in the dirty
+  /// ecache (where they coalesce) when nothing cached fits as it is: every cached page this
+  /// arena holds has been looked at when it returns nullptr.
+  Edata* alloc_cached(size_t size, size_t alignment, bool zero);
+  /// Ours (opt.borrow_dirty, slabs; the lender's side): a cached extent of `size` bytes, page
+  /// aligned and not zeroed -- the small extent cache's or the dirty or muzzy ecache's, never
+  /// new memory -- for another automatic arena's Pac to adopt(): it leaves this Pac's mapped
+  /// count (it never enters its active one). *was: the ecache it came from (kDirty for the
+  /// small extent cache, whose extents are active in the emap). nullptr if nothing fits.
+  Edata* lend(size_t size, ExtentState* was);
+  /// The borrower's side: `e`, lent by another Pac with default hooks, becomes this Pac's --
+  /// its arena index, its pages in active and mapped. The index changes under this Pac's
+  /// ecache of `was`: a coalescing check that found `e` free in the lender's ecache of that
+  /// state, and compares indices while holding ours, sees the old index (no merge) or, after
+  /// the change, `e` active (no merge), never the new index with the old state.
+  void adopt(Edata* e, ExtentState was);
   /// dalloc() for each of es[0..n) (emptied slabs), the small extent cache under one lock.
   void dalloc_batch(Edata* const* es, unsigned n);
 
@@ -281,10 +300,13 @@ class Pac {
   void count_alloc(PacSource src, size_t size);
   /// The one cascade behind alloc(), grow() and expand(): dirty (bounded), muzzy (only while
   /// muzzy decay is on), dirty without the bound (new extents only, opt.reuse_before_grow),
-  /// then, with `may_grow`, take_grown(). `expand` non-null: only the free extent right after
+  /// then, as far as `reach` allows, the Sec flushed and take_grown(). `expand` non-null: only the free extent right after
   /// it, of exactly `size` bytes, can serve. *src says where the extent came from; no
   /// accounting.
-  Edata* obtain(Edata* expand, size_t size, size_t alignment, bool zero, bool may_grow,
+  /// How far obtain() may go: the cached extents only; those and, after recording the small
+  /// extent cache's extents in the ecache, once more; all that, then growth.
+  enum class Reach : uint8_t { kCached, kFlushed, kGrow };
+  Edata* obtain(Edata* expand, size_t size, size_t alignment, bool zero, Reach reach,
                 PacSource* src);
   /// obtain()'s reuse steps (dirty, muzzy, dirty without the bound), before any growth.
   Edata* obtain_cached(Edata* expand, size_t size, size_t alignment, bool zero, PacSource* src);

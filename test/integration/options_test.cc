@@ -703,6 +703,34 @@ void mode_borrow(const char*) {
   emit("same_pages", q < (char*)p + kBig + 4096 && (char*)q + kBig > (char*)p);
   dallocx(q, MALLOCX_TCACHE_NONE);
   dallocx(r, MALLOCX_TCACHE_NONE);
+  // Slabs: arena 1 fills and empties 64 slabs of the 2 KiB class (kept dirty: decay off); a
+  // thread of arena 3, which holds no free pages, then asks for as many regions.
+  constexpr int kRegions = 256;
+  static void* small[kRegions];
+  jt::ctl_set("thread.arena", one);
+  for (auto& x : small) touch(x = mallocx(2048, MALLOCX_TCACHE_NONE), 2048);
+  char *lo = static_cast<char*>(small[0]), *hi = lo;
+  for (void* x : small) {
+    lo = std::min(lo, static_cast<char*>(x));
+    hi = std::max(hi, static_cast<char*>(x) + 2048);
+  }
+  for (void* x : small) dallocx(x, MALLOCX_TCACHE_NONE);
+  jt::refresh_stats();
+  const size_t dirty_before = arena_stat(1, "pdirty"), mapped3_before = arena_stat(3, "mapped");
+  unsigned three = 3;
+  jt::ctl_set("thread.arena", three);
+  int inside = 0, in_arena3 = 0;
+  for (auto& x : small) {
+    x = mallocx(2048, MALLOCX_TCACHE_NONE);
+    inside += static_cast<char*>(x) >= lo && static_cast<char*>(x) < hi;
+    in_arena3 += lookup_arena(x) == 3;
+  }
+  jt::refresh_stats();
+  emit("slab_regions_in_arena3", in_arena3);
+  emit("slab_regions_on_freed_pages", inside);
+  emit("slab_pages_lent", (long long)dirty_before - (long long)arena_stat(1, "pdirty"));
+  emit("slab_arena3_mapped_grew", arena_stat(3, "mapped") > mapped3_before);
+  for (void* x : small) dallocx(x, MALLOCX_TCACHE_NONE);
 }
 
 constexpr Mode kModes[] = {
@@ -1052,17 +1080,25 @@ TEST_COMPAT(idle_arena_decay_reaches_idle_arenas, "idle-arena-decay") {
 
 // A large allocation the thread's arena would grow for takes another arena's dirty pages
 // instead; explicit MALLOCX_ARENA requests never do, nor any request with borrow_dirty:false.
-TEST_COMPAT(borrow_dirty_serves_large_from_another_arena, "borrow-dirty") {
+TEST_COMPAT(borrow_dirty_lends_pages_across_arenas, "borrow-dirty") {
   Child c;
   if (!child(&c, "borrow", "dirty_decay_ms:-1,narenas:4")) return;
   EXPECT_CHILD(c, "thread_arena", kEq, 2);
   EXPECT_CHILD(c, "auto_arena", kEq, 1);
   EXPECT_CHILD(c, "same_pages", kEq, 1);
   EXPECT_CHILD(c, "explicit_arena", kEq, 2);
+  // Slabs change hands: the regions are arena 3's, on the pages arena 1 freed.
+  EXPECT_CHILD(c, "slab_regions_in_arena3", kEq, 256);
+  EXPECT_CHILD(c, "slab_regions_on_freed_pages", kEq, 256);
+  EXPECT_CHILD(c, "slab_pages_lent", kGe, 64);
   if (!child(&c, "borrow", "dirty_decay_ms:-1,narenas:4,borrow_dirty:false")) return;
   EXPECT_CHILD(c, "auto_arena", kEq, 2);
   EXPECT_CHILD(c, "same_pages", kEq, 0);
   EXPECT_CHILD(c, "explicit_arena", kEq, 2);
+  EXPECT_CHILD(c, "slab_regions_in_arena3", kEq, 256);
+  EXPECT_CHILD(c, "slab_regions_on_freed_pages", kEq, 0);
+  EXPECT_CHILD(c, "slab_pages_lent", kEq, 0);
+  EXPECT_CHILD(c, "slab_arena3_mapped_grew", kEq, 1);
 }
 
 // The dip below the recent peak stays dirty for at least half a decay window, then decay

@@ -690,6 +690,40 @@ TEST(Pac, UnboundedBurstsAreNotReused) {
   EXPECT_GT(r.faulting_pages, 600u * 29 / 4);  // a quarter of the 29-page extents or more
 }
 
+TEST(Pac, LentExtentBecomesTheBorrowers) {
+  // Ours (opt.borrow_dirty, slabs): a free extent of one Pac, lent and adopted, is the other's:
+  // its arena index, the borrower's active and mapped pages, no longer the lender's mapped
+  // ones. Freed by the borrower it stays the borrower's: no merge with the lender's free
+  // neighbour beside it.
+  Pac* lender = make_pac(opts(-1, 0));
+  Pac* borrower = make_pac(opts(-1, 0));
+  Edata* x[3];
+  for (auto& e : x) e = lender->alloc(128 * kKiB + kPad, kPg, false);
+  lender->alloc(4 * kKiB, kPg, false);  // fence
+  for (Edata* e : x) lender->dalloc(e);
+  const size_t freed = 3 * (128 * kKiB + kPad);
+  ASSERT_EQ(ecache_sizes(core(lender).ecache_dirty), (std::vector<size_t>{freed}));
+  const size_t lender_mapped = lender->mapped();
+  ExtentState was = ExtentState::kActive;
+  Edata* e = lender->lend(128 * kKiB + kPad, &was);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(was, ExtentState::kDirty);
+  EXPECT_EQ(lender->mapped(), lender_mapped - e->size);
+  EXPECT_EQ(lender->ndirty() * kPg, freed - e->size);
+  borrower->adopt(e, was);
+  EXPECT_EQ(e->arena_ind, borrower->ind());
+  EXPECT_EQ(borrower->nactive() * kPg, e->size);
+  EXPECT_EQ(borrower->mapped(), e->size);
+  EXPECT_EQ(state_at(e->base()), ExtentState::kActive);
+  borrower->dalloc(e);
+  EXPECT_EQ(ecache_sizes(core(borrower).ecache_dirty), (std::vector<size_t>{128 * kKiB + kPad}));
+  EXPECT_EQ(ecache_sizes(core(lender).ecache_dirty),
+            (std::vector<size_t>{freed - (128 * kKiB + kPad)}));
+  EXPECT_EQ(borrower->nactive(), 0u);
+  // Nothing cached of that size: nothing lent.
+  EXPECT_EQ(borrower->lend(freed, &was), nullptr);
+}
+
 TEST(Pac, EvictionHandsOutWhatItMerged) {
   // Three adjacent 1 MiB extents that the bound kept apart (lg fit 0). A purge that wants one
   // extent's pages takes the oldest alone; one that wants everything merges the rest and takes
