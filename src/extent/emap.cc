@@ -1,6 +1,8 @@
 // emap.cc: extent map maintenance (see emap.h for the protocol).
 #include "extent/emap.h"
 
+#include <atomic>
+
 namespace je {
 
 constinit Emap g_emap;
@@ -73,7 +75,11 @@ Edata* Emap::try_acquire_neighbor(Edata* e, ExtentState expected, bool forward, 
   // we hold (the caller's ecache).
   if (n.state != expected) return nullptr;
   Edata* nb = n.edata;
-  if (nb->arena_ind != e->arena_ind) return nullptr;
+  // Atomic: a neighbour another arena holds may be lent and adopted meanwhile (Pac::adopt
+  // changes its index under the borrower's ecache mutex, not necessarily ours).
+  if (std::atomic_ref<uint16_t>(nb->arena_ind).load(std::memory_order_relaxed) != e->arena_ind) {
+    return nullptr;
+  }
   if (!expanding && nb->committed != e->committed) return nullptr;
   update_state(nb, ExtentState::kMerging);
   return nb;

@@ -165,7 +165,8 @@ Edata* Pac::lend(size_t size, ExtentState* was) {
 void Pac::adopt(Edata* e, ExtentState was) {
   {
     MutexGuard g(ecache_of(was).mtx);
-    e->arena_ind = static_cast<uint16_t>(core_.ind());
+    std::atomic_ref<uint16_t>(e->arena_ind)
+        .store(static_cast<uint16_t>(core_.ind()), std::memory_order_relaxed);
   }
   core_.mapped.fetch_add(e->size, std::memory_order_relaxed);
   note_active_grown(e->npages());
