@@ -1,10 +1,11 @@
 // arena.h: an arena -- a self-contained heap of small bins, large extents and a page allocator.
 //
-// Purpose: serves small regions from per-class bins (slabs from the arena's Pac) and large
-// allocations as one extent each (usable size + the cache-oblivious pad page, the returned
-// pointer offset by a random cache line inside the first page). Frees and in-place resizes
-// come back here. Decay (purging) of the arena's dirty/muzzy memory is driven by allocation
-// ticks, by explicit `arena.<i>.decay/purge`, or by a background thread.
+// Purpose: serves small regions from per-class bins (slabs from the arena's Pac, or, with
+// opt.borrow_dirty, from another automatic arena's cached pages, which become this arena's)
+// and large allocations as one extent each (usable size + the cache-oblivious pad page, the
+// returned pointer offset by a random cache line inside the first page). Frees and in-place
+// resizes come back here. Decay (purging) of the arena's dirty/muzzy memory is driven by
+// allocation ticks, by explicit `arena.<i>.decay/purge`, or by a background thread.
 // State: all private. The page allocator is reached through the narrow forwarding methods
 // below (what arenas, background threads and ctl need); statistics leave through read_stats.
 // Layer: arena. Callers: the thread layer (tcache fill/flush, non-cached paths), api, ctl.

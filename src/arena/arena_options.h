@@ -60,7 +60,8 @@ struct ArenaOptions {
   bool bounded_coalesce = true;
   /// Ours, opt.idle_arena_decay: decay ticks also advance automatic arenas nobody ticks.
   bool idle_arena_decay = true;
-  /// Ours, opt.borrow_dirty: large requests may take another automatic arena's cached pages.
+  /// Ours, opt.borrow_dirty: large requests and new slabs may take another automatic arena's
+  /// cached pages (a slab's extent then changes hands).
   bool borrow_dirty = true;
   // ---- Every arena's page allocator (PacOptions) and metadata ----
   /// opt.retain: keep unused virtual memory instead of unmapping it.
