@@ -110,12 +110,14 @@ unsigned Arena::slab_alloc_batch(szind_t binind, unsigned shard, Edata** out, un
   // Ours (opt.borrow_dirty): before this arena grows, another automatic arena's cached pages
   // of the slab's size -- emptied slabs, most often, of a thread that frees what others
   // allocated -- become this arena's.
+  // Borrowing, this arena's own search stops short of growth (every cached page it holds has
+  // been looked at when it gives up); what it could not find is borrowed, else grown.
   const bool borrow = g_arena_opt.borrow_dirty && may_share_pages();
-  unsigned got = k == 1 ? (out[0] = pac_.alloc(size, kPage, /*zero=*/false, !borrow)) != nullptr
-                        : pac_.alloc_batch(size, out, k, !borrow);
+  const Pac::Reach own = borrow ? Pac::Reach::kFlushed : Pac::Reach::kGrow;
+  unsigned got = k == 1 ? (out[0] = pac_.alloc(size, kPage, /*zero=*/false, own)) != nullptr
+                        : pac_.alloc_batch(size, out, k, own);
   for (; borrow && got < k; got++) {
-    Edata* e = pac_.alloc_cached(size, kPage, /*zero=*/false);
-    if (e == nullptr) e = arenas_borrow_slab(this, size);
+    Edata* e = arenas_borrow_slab(this, size);
     if (e == nullptr) e = pac_.grow(size, kPage, /*zero=*/false);
     if (e == nullptr) break;
     out[got] = e;

@@ -129,22 +129,12 @@ void Pac::account_obtained(PacSource src, size_t size) {
   count_alloc(src, size);
 }
 
-Edata* Pac::alloc(size_t size, size_t alignment, bool zero, bool may_grow) {
+Edata* Pac::alloc(size_t size, size_t alignment, bool zero, Reach reach) {
   PacSource src = PacSource::kDirty;
   // The small extent cache serves only what it holds exactly; a zeroed request needs pages
   // known to be zero, which cached (dirty) ones are not.
   Edata* e = zero ? nullptr : sec_.take(size, alignment);
-  if (e == nullptr) {
-    e = obtain(nullptr, size, alignment, zero, may_grow ? Reach::kGrow : Reach::kCached, &src);
-  }
-  if (e != nullptr) new_extent_obtained(src, size);
-  return e;
-}
-
-Edata* Pac::alloc_cached(size_t size, size_t alignment, bool zero) {
-  PacSource src = PacSource::kDirty;
-  Edata* e = zero ? nullptr : sec_.take(size, alignment);
-  if (e == nullptr) e = obtain(nullptr, size, alignment, zero, Reach::kFlushed, &src);
+  if (e == nullptr) e = obtain(nullptr, size, alignment, zero, reach, &src);
   if (e != nullptr) new_extent_obtained(src, size);
   return e;
 }
@@ -405,14 +395,14 @@ bool Pac::shrink(Edata* e, size_t old_size, size_t new_size) {
   return true;
 }
 
-unsigned Pac::alloc_batch(size_t size, Edata** out, unsigned k, bool may_grow) {
+unsigned Pac::alloc_batch(size_t size, Edata** out, unsigned k, Reach reach) {
   unsigned got = sec_.take_batch(size, out, k);
   if (got != 0) {
     note_active_grown((size >> kLgPage) * got);
     core_.counters.add_alloc(PacSource::kDirty, (size >> kLgPage) * got, got);
   }
   while (got < k) {
-    Edata* e = alloc(size, kPage, /*zero=*/false, may_grow);
+    Edata* e = alloc(size, kPage, /*zero=*/false, reach);
     if (e == nullptr) break;
     out[got++] = e;
   }

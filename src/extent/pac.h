@@ -164,7 +164,14 @@ class Pac {
   /// An active extent of `size` bytes (page multiple), aligned to `alignment`, zeroed if
   /// asked. nullptr on OOM -- or, without `may_grow`, when no cached (dirty/muzzy) extent fits.
   /// The caller sets szind/slab via the emap.
-  Edata* alloc(size_t size, size_t alignment, bool zero, bool may_grow = true);
+  Edata* alloc(size_t size, size_t alignment, bool zero, bool may_grow = true) {
+    return alloc(size, alignment, zero, may_grow ? Reach::kGrow : Reach::kCached);
+  }
+  /// How far alloc() may go before giving up: the cached extents as they are; those and, after
+  /// recording the small extent cache's extents in the dirty ecache (where they coalesce), once
+  /// more -- every cached page this arena holds; all that, then growth.
+  enum class Reach : uint8_t { kCached, kFlushed, kGrow };
+  Edata* alloc(size_t size, size_t alignment, bool zero, Reach reach);
   /// The growth half of alloc(): retained address space, else a new mapping; then, with
   /// opt.purge_on_grow, up to as many dirty pages purged as were grown (purge_for_growth).
   Edata* grow(size_t size, size_t alignment, bool zero);
@@ -177,13 +184,9 @@ class Pac {
   void dalloc(Edata* e);
   /// For slabs: up to `k` extents of `size` bytes (page aligned, not zeroed) into out[], the
   /// small extent cache's under one lock, the rest one by one as alloc() finds them. Returns
-  /// how many (fewer only on OOM, or, without `may_grow`, when nothing cached fits). The caller
-  /// sets szind/slab via the emap.
-  unsigned alloc_batch(size_t size, Edata** out, unsigned k, bool may_grow = true);
-  /// alloc() without growth, but after recording the small extent cache's extents in the dirty
-  /// ecache (where they coalesce) when nothing cached fits as it is: every cached page this
-  /// arena holds has been looked at when it returns nullptr.
-  Edata* alloc_cached(size_t size, size_t alignment, bool zero);
+  /// how many (fewer only on OOM, or, short of Reach::kGrow, when nothing cached fits). The
+  /// caller sets szind/slab via the emap.
+  unsigned alloc_batch(size_t size, Edata** out, unsigned k, Reach reach = Reach::kGrow);
   /// Ours (opt.borrow_dirty, slabs; the lender's side): a cached extent of `size` bytes, page
   /// aligned and not zeroed -- the small extent cache's or the dirty or muzzy ecache's, never
   /// new memory -- for another automatic arena's Pac to adopt(): it leaves this Pac's mapped
@@ -300,12 +303,9 @@ class Pac {
   void count_alloc(PacSource src, size_t size);
   /// The one cascade behind alloc(), grow() and expand(): dirty (bounded), muzzy (only while
   /// muzzy decay is on), dirty without the bound (new extents only, opt.reuse_before_grow),
-  /// then, as far as `reach` allows, the Sec flushed and take_grown(). `expand` non-null: only the free extent right after
-  /// it, of exactly `size` bytes, can serve. *src says where the extent came from; no
-  /// accounting.
-  /// How far obtain() may go: the cached extents only; those and, after recording the small
-  /// extent cache's extents in the ecache, once more; all that, then growth.
-  enum class Reach : uint8_t { kCached, kFlushed, kGrow };
+  /// then, as far as `reach` allows, the Sec flushed and take_grown(). `expand` non-null: only
+  /// the free extent right after it, of exactly `size` bytes, can serve. *src says where the
+  /// extent came from; no accounting.
   Edata* obtain(Edata* expand, size_t size, size_t alignment, bool zero, Reach reach,
                 PacSource* src);
   /// obtain()'s reuse steps (dirty, muzzy, dirty without the bound), before any growth.
