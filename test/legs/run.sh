@@ -4,11 +4,12 @@
 #   asan     the library as one static object under ASan+UBSan, public names renamed fz_*
 #            (test/fuzz/build_lib.sh; test/legs/rename.h points the programs' calls at them),
 #            and this subset run against it: the stress programs xthread_test,
-#            thread_churn_test, realloc_chain_test and memalign_mix_test (short form).
+#            thread_churn_test, realloc_chain_test, memalign_mix_test and slab_borrow_test
+#            (short form).
 #   fuzz     both libFuzzer targets on the same ASan+UBSan object, FUZZ_SECONDS each
 #            (test/fuzz/run.sh: ops_fuzz stateless then stateful, conf_fuzz alongside).
 #   tsan     the library under ThreadSanitizer, same renaming; the threaded stress programs
-#            xthread_test and thread_churn_test.
+#            xthread_test, thread_churn_test and slab_borrow_test (slabs changing arenas).
 #   configs  integration programs under the configurations the default matrix leaves out:
 #            percpu_arena:percpu, background_thread:true, dss:primary, retain:false (on ours and
 #            on 5.3.0; tcache:false, narenas:1 and decay 0 / -1 run in `make check` already):
@@ -90,7 +91,7 @@ leg_asan() {
   asan_lib || return 1
   # The object is the fuzz build's: its coverage hooks are inert outside libFuzzer.
   ASAN_OPTIONS=detect_leaks=0 run_progs address,undefined "$top_builddir/test/fuzz/je_asan.o" \
-    xthread_test thread_churn_test realloc_chain_test memalign_mix_test
+    xthread_test thread_churn_test realloc_chain_test memalign_mix_test slab_borrow_test
 }
 leg_fuzz() {
   asan_lib || return 1
@@ -101,7 +102,7 @@ leg_tsan() {
     { tail -n 30 "$obj/tsan-build.log"; return 1; }
   TSAN_OPTIONS="halt_on_error=1 suppressions=$here/tsan.supp ${TSAN_OPTIONS:-}" \
     run_progs thread "$obj/je_tsan.o" \
-    xthread_test thread_churn_test
+    xthread_test thread_churn_test slab_borrow_test
 }
 leg_configs() {
   # The programs whose checks hold under any configuration. The others check behaviour of the
