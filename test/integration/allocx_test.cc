@@ -20,12 +20,7 @@ unsigned create_arena() {
   return a;
 }
 
-unsigned lookup_arena(void* p) {
-  unsigned a = UINT_MAX;
-  size_t len = sizeof(a);
-  if (mallctl("arenas.lookup", &a, &len, &p, sizeof(p)) != 0) return UINT_MAX;
-  return a;
-}
+using jt::lookup_arena;
 
 }  // namespace
 

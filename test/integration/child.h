@@ -78,6 +78,12 @@ inline void emit_str(const char* key, const char* v) {
   std::printf("%s=%s\n", key, v ? v : "(null)");
 }
 
+// The harness's arena helpers (arenas.lookup, stats.arenas.<i>.<leaf>), for the programs that
+// say `using namespace jt::subproc`.
+using ::jt::arena_stat;
+using ::jt::arena_stat64;
+using ::jt::lookup_arena;
+
 /// The calling thread's arena (thread.arena), UINT_MAX if it cannot be read.
 inline unsigned thread_arena() {
   unsigned a = UINT_MAX;
@@ -85,29 +91,8 @@ inline unsigned thread_arena() {
   return a;
 }
 
-/// The arena owning allocation p (arenas.lookup), UINT_MAX if the lookup fails.
-inline unsigned lookup_arena(const void* p) {
-  unsigned a = UINT_MAX;
-  size_t len = sizeof(a);
-  if (mallctl("arenas.lookup", &a, &len, &p, sizeof(p)) != 0) return UINT_MAX;
-  return a;
-}
 
-/// stats.arenas.<arena>.<leaf> as a size_t (0 when unreadable); refresh_stats() first.
-inline size_t arena_stat(unsigned arena, const char* leaf) {
-  char name[128];
-  size_t v = 0;
-  ctl_get(ctl_name(name, "stats.arenas.%u.%s", arena, leaf), &v);
-  return v;
-}
 
-/// stats.arenas.<arena>.<leaf> as a uint64_t counter (0 when unreadable).
-inline uint64_t arena_stat64(unsigned arena, const char* leaf) {
-  char name[128];
-  uint64_t v = 0;
-  ctl_get(ctl_name(name, "stats.arenas.%u.%s", arena, leaf), &v);
-  return v;
-}
 
 /// Runs the void control arena.<arena>.<what> (decay, purge...); true when it succeeded.
 inline bool arena_action(unsigned arena, const char* what) {

@@ -351,6 +351,30 @@ inline bool refresh_stats() {
   return mallctl("epoch", &e, &len, &e, sizeof(e)) == 0;
 }
 
+// The arena owning allocation p (arenas.lookup), UINT_MAX if the lookup fails.
+inline unsigned lookup_arena(const void* p) {
+  unsigned a = UINT_MAX;
+  size_t len = sizeof(a);
+  if (mallctl("arenas.lookup", &a, &len, &p, sizeof(p)) != 0) return UINT_MAX;
+  return a;
+}
+
+// stats.arenas.<arena>.<leaf> as a size_t (0 when unreadable); refresh_stats() first.
+inline size_t arena_stat(unsigned arena, const char* leaf) {
+  char name[128];
+  size_t v = 0;
+  ctl_get(ctl_name(name, "stats.arenas.%u.%s", arena, leaf), &v);
+  return v;
+}
+
+// stats.arenas.<arena>.<leaf> as a uint64_t counter (0 when unreadable).
+inline uint64_t arena_stat64(unsigned arena, const char* leaf) {
+  char name[128];
+  uint64_t v = 0;
+  ctl_get(ctl_name(name, "stats.arenas.%u.%s", arena, leaf), &v);
+  return v;
+}
+
 // A deterministic fill pattern: byte i of a block at p of size n.
 inline unsigned char pattern_byte(const void* p, size_t n, size_t i) {
   uint64_t x = (uint64_t)(uintptr_t)p ^ ((uint64_t)n << 17) ^ (i * 0x9e3779b97f4a7c15ull);

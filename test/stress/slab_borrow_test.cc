@@ -37,13 +37,6 @@ size_t small_size(jt::Rng& rng) {
   return rng.below(100) < 70 ? 8 + rng.below(505) : 513 + rng.below(14336 - 512);
 }
 
-unsigned lookup(const void* p) {
-  unsigned a = UINT_MAX;
-  size_t len = sizeof(a);
-  if (mallctl("arenas.lookup", &a, &len, &p, sizeof(p)) != 0) return UINT_MAX;
-  return a;
-}
-
 struct Shared {
   pthread_barrier_t barrier;
   std::atomic<int> allocating{0};  // allocating threads not yet done this round
@@ -64,7 +57,7 @@ Worker g_workers[kThreads];
 
 void check_and_free(Worker* w, const Block& b) {
   if (stress::verify(b.p, b.n) != b.n) w->sh->bad_pattern++;
-  if (lookup(b.p) != w->arena) w->sh->bad_arena++;
+  if (jt::lookup_arena(b.p) != w->arena) w->sh->bad_arena++;
   free(b.p);
 }
 
@@ -76,7 +69,7 @@ bool alloc_one(Worker* w, jt::Rng& rng, Block* out) {
     return false;
   }
   stress::fill(p, n);
-  if (lookup(p) != w->arena) w->sh->bad_arena++;
+  if (jt::lookup_arena(p) != w->arena) w->sh->bad_arena++;
   *out = Block{p, n};
   return true;
 }
@@ -148,14 +141,6 @@ void* worker_main(void* arg) {
   return nullptr;
 }
 
-size_t small_allocated(unsigned arena) {
-  char name[128];
-  size_t v = SIZE_MAX;
-  jt::refresh_stats();
-  jt::ctl_get(jt::ctl_name(name, "stats.arenas.%u.small.allocated", arena), &v);
-  return v;
-}
-
 }  // namespace
 
 TEST(arenas_take_turns) {
@@ -188,7 +173,11 @@ TEST(arenas_take_turns) {
   EXPECT_EQ(sh.failed.load(), 0);
   EXPECT_EQ(sh.bad_pattern.load(), 0);
   EXPECT_EQ(sh.bad_arena.load(), 0);
-  for (int i = 0; i < kThreads; i++) EXPECT_EQ(small_allocated(g_workers[i].arena), 0u);
+  jt::refresh_stats();
+  for (const Worker& w : g_workers) {
+    EXPECT_EQ(jt::arena_stat(w.arena, "small.allocated"), 0u);
+    EXPECT_GT(jt::arena_stat64(w.arena, "small.nmalloc"), 0u);  // the stats are readable
+  }
   // Every allocating round after the first has a freeing half to borrow from.
   const long on_freed = sh.blocks_on_freed_pages.load(), total = sh.blocks_allocated.load();
   std::printf("# %ld of %ld blocks allocated on pages another arena had freed the round before\n",
