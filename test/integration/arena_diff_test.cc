@@ -216,9 +216,11 @@ void do_fork(const char* name) {
     nthreads(n);
     _exit(0);
   }
+  // A child that hangs (a lock left held across fork) is killed after at least 10 s of
+  // waiting; a loaded machine may hold a healthy one back for a good part of a second.
   int st = -1;
   for (int us = 0; pid > 0 && waitpid(pid, &st, WNOHANG) != pid; us += 500) {
-    if (us == 1000000) kill(pid, SIGKILL);
+    if (us == 10000000) kill(pid, SIGKILL);
     usleep(500);
   }
   char* p = static_cast<char*>(shm);
