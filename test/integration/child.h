@@ -91,9 +91,6 @@ inline unsigned thread_arena() {
   return a;
 }
 
-
-
-
 /// Runs the void control arena.<arena>.<what> (decay, purge...); true when it succeeded.
 inline bool arena_action(unsigned arena, const char* what) {
   char name[128];
