@@ -24,7 +24,7 @@ namespace {
 
 constexpr int kThreads = 4;
 constexpr size_t kRoundBytes = 4 << 20;  // what an allocating thread holds at the end of a round
-constexpr size_t kMaxBlocks = 8192;      // kRoundBytes of the smallest mean size fits
+constexpr size_t kMaxBlocks = 8192;      // a cap: kRoundBytes is ~1,750 blocks of the mean size
 constexpr uintptr_t kPage = 4096;
 
 struct Block {
@@ -49,8 +49,8 @@ struct Worker {
   int index;
   unsigned arena;
   int rounds;
-  std::vector<Block> held;        // reserved by the main thread (its arena, not this one's)
-  std::vector<uintptr_t> freed;   // pages of what this thread freed last round, sorted
+  std::vector<Block> held;       // reserved by the main thread (its arena, not this one's)
+  std::vector<uintptr_t> freed;  // pages of what this thread freed last round, sorted
 };
 
 Worker g_workers[kThreads];
@@ -147,8 +147,7 @@ TEST(arenas_take_turns) {
   unsigned narenas = 0;
   ASSERT_EQ(jt::ctl_get("arenas.narenas", &narenas), 0);
   if (narenas < kThreads + 1) {
-    jt::skip("needs %d automatic arenas besides arena 0 (arenas.narenas is %u)", kThreads,
-             narenas);
+    jt::skip("needs %d automatic arenas besides arena 0 (arenas.narenas is %u)", kThreads, narenas);
     return;
   }
   Shared sh;
