@@ -330,7 +330,7 @@ void* Arena::malloc_large(size_t usize, size_t alignment, bool zero, bool may_bo
     // arena filling up while its consumers' arenas hold what they freed), a fitting cached
     // extent of another automatic arena. The block stays that arena's: it is freed back
     // there, merges with its neighbours there, and counts in its stats.
-    e = pac_.alloc(size, alignment, zero, /*may_grow=*/false);
+    e = pac_.alloc(size, alignment, zero, Pac::Reach::kCached);
     if (e == nullptr) e = arenas_borrow_large(this, size, alignment, zero, &owner);
     if (e == nullptr) e = pac_.grow(size, alignment, zero);
   } else {

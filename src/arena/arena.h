@@ -169,7 +169,7 @@ class Arena {
   /// A cached (dirty or muzzy) extent of `size` bytes from this arena's page allocator, never
   /// new memory (opt.borrow_dirty's lender side); nullptr if none fits.
   Edata* alloc_cached_extent(size_t size, size_t alignment, bool zero) {
-    return pac_.alloc(size, alignment, zero, /*may_grow=*/false);
+    return pac_.alloc(size, alignment, zero, Pac::Reach::kCached);
   }
   /// The same for another arena's slab: the extent leaves this arena (Pac::lend; adopt_extent
   /// in the borrower makes it that arena's). nullptr if none fits.

@@ -161,17 +161,14 @@ class Pac {
 
   bool init(const PacOptions& o);
 
-  /// An active extent of `size` bytes (page multiple), aligned to `alignment`, zeroed if
-  /// asked. nullptr on OOM -- or, without `may_grow`, when no cached (dirty/muzzy) extent fits.
-  /// The caller sets szind/slab via the emap.
-  Edata* alloc(size_t size, size_t alignment, bool zero, bool may_grow = true) {
-    return alloc(size, alignment, zero, may_grow ? Reach::kGrow : Reach::kCached);
-  }
   /// How far alloc() may go before giving up: the cached extents as they are; those and, after
   /// recording the small extent cache's extents in the dirty ecache (where they coalesce), once
   /// more -- every cached page this arena holds; all that, then growth.
   enum class Reach : uint8_t { kCached, kFlushed, kGrow };
-  Edata* alloc(size_t size, size_t alignment, bool zero, Reach reach);
+  /// An active extent of `size` bytes (page multiple), aligned to `alignment`, zeroed if
+  /// asked. nullptr on OOM -- or, short of Reach::kGrow, when no cached extent fits.
+  /// The caller sets szind/slab via the emap.
+  Edata* alloc(size_t size, size_t alignment, bool zero, Reach reach = Reach::kGrow);
   /// The growth half of alloc(): retained address space, else a new mapping; then, with
   /// opt.purge_on_grow, up to as many dirty pages purged as were grown (purge_for_growth).
   Edata* grow(size_t size, size_t alignment, bool zero);
