@@ -325,12 +325,13 @@ void* Arena::malloc_large(size_t usize, size_t alignment, bool zero, bool may_bo
   Arena* owner = this;
   Edata* e;
   if (may_borrow && g_arena_opt.borrow_dirty && may_share_pages()) {
-    // Ours (opt.borrow_dirty): this arena's own cached pages first; then, rather than grow
-    // (new pages, a fault each, while other arenas hold resident free pages -- a producer's
-    // arena filling up while its consumers' arenas hold what they freed), a fitting cached
-    // extent of another automatic arena. The block stays that arena's: it is freed back
-    // there, merges with its neighbours there, and counts in its stats.
-    e = pac_.alloc(size, alignment, zero, Pac::Reach::kCached);
+    // Ours (opt.borrow_dirty): all of this arena's own cached pages first (small extent cache
+    // flushed, as before any growth); then, rather than grow (new pages, a fault each, while
+    // other arenas hold resident free pages -- a producer's arena filling up while its
+    // consumers' arenas hold what they freed), a fitting cached extent of another automatic
+    // arena. The block stays that arena's: it is freed back there, merges with its neighbours
+    // there, and counts in its stats.
+    e = pac_.alloc(size, alignment, zero, Pac::Reach::kFlushed);
     if (e == nullptr) e = arenas_borrow_large(this, size, alignment, zero, &owner);
     if (e == nullptr) e = pac_.grow(size, alignment, zero);
   } else {
