@@ -733,6 +733,40 @@ void mode_borrow(const char*) {
   for (void* x : small) dallocx(x, MALLOCX_TCACHE_NONE);
 }
 
+// borrow_dirty (ours), a large block's own pages first: arena 1 holds a free 1 MiB block; a
+// thread of arena 2 frees two adjacent 16 KiB blocks of its own (into its small extent cache, which keeps
+// them apart) and asks for 32 KiB. The cache's two extents, recorded dirty, coalesce into a fit:
+// the block comes from arena 2's own pages, not borrowed from arena 1.
+void mode_borrow_own_first(const char*) {
+  mode_noop(nullptr);
+  unsigned one = 1, two = 2;
+  jt::ctl_set("thread.arena", one);
+  void* p = mallocx(1 << 20, MALLOCX_TCACHE_NONE);
+  touch(p, 1 << 20);
+  // Arena 2's blocks first, on its own pages (arena 1 has nothing to lend yet).
+  jt::ctl_set("thread.arena", two);
+  char* a = static_cast<char*>(mallocx(16384, MALLOCX_TCACHE_NONE));
+  char* b = static_cast<char*>(mallocx(16384, MALLOCX_TCACHE_NONE));
+  emit("own_blocks", lookup_arena(a) == 2 && lookup_arena(b) == 2);
+  jt::ctl_set("thread.arena", one);
+  dallocx(p, MALLOCX_TCACHE_NONE);
+  jt::ctl_set("thread.arena", two);
+  // Adjacent extents: the blocks' pages (each block at its cache-oblivious offset) touch.
+  bool pad = true;
+  jt::ctl_get("config.cache_oblivious", &pad);
+  const size_t extent = 16384 + (pad ? 4096 : 0);
+  const uintptr_t pa = reinterpret_cast<uintptr_t>(a) & ~uintptr_t{4095};
+  const uintptr_t pb = reinterpret_cast<uintptr_t>(b) & ~uintptr_t{4095};
+  emit("adjacent", pa + extent == pb || pb + extent == pa);
+  dallocx(a, MALLOCX_TCACHE_NONE);
+  dallocx(b, MALLOCX_TCACHE_NONE);
+  void* q = mallocx(32768, MALLOCX_TCACHE_NONE);
+  emit("arena", lookup_arena(q));
+  const uintptr_t pq = reinterpret_cast<uintptr_t>(q) & ~uintptr_t{4095};
+  emit("on_freed_pages", pq == std::min(pa, pb));
+  dallocx(q, MALLOCX_TCACHE_NONE);
+}
+
 constexpr Mode kModes[] = {
     {"noop", mode_noop},
     {"arenas", mode_arenas},
@@ -745,6 +779,7 @@ constexpr Mode kModes[] = {
     {"coalesce_switch", mode_coalesce_switch},
     {"idle_sweep", mode_idle_sweep},
     {"borrow", mode_borrow},
+    {"borrow_own_first", mode_borrow_own_first},
     {"hold", mode_hold},
     {"hold_budget", mode_hold_budget},
     {"oversize_hold", mode_oversize_hold},
@@ -1099,6 +1134,20 @@ TEST_COMPAT(borrow_dirty_lends_pages_across_arenas, "borrow-dirty") {
   EXPECT_CHILD(c, "slab_regions_on_freed_pages", kEq, 0);
   EXPECT_CHILD(c, "slab_pages_lent", kEq, 0);
   EXPECT_CHILD(c, "slab_arena3_mapped_grew", kEq, 1);
+}
+
+// Ours: a large allocation that may borrow looks at all of its arena's own cached pages first,
+// the small extent cache's included once recorded dirty (where they coalesce).
+TEST_COMPAT(borrow_dirty_takes_own_cached_pages_first, "borrow-dirty") {
+  Child c;
+  if (!child(&c, "borrow_own_first", "dirty_decay_ms:-1,narenas:4")) return;
+  EXPECT_CHILD(c, "own_blocks", kEq, 1);
+  if (value(c, "adjacent") != 1) {
+    jt::skip("the two 16 KiB blocks did not get adjacent extents");
+    return;
+  }
+  EXPECT_CHILD(c, "arena", kEq, 2);
+  EXPECT_CHILD(c, "on_freed_pages", kEq, 1);
 }
 
 // The dip below the recent peak stays dirty for at least half a decay window, then decay
