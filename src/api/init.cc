@@ -77,17 +77,17 @@ constexpr CoreConfig core_config(const Options& o) {
   a.oversize_threshold = o.oversize_threshold;
   a.dirty_decay_ms = o.dirty_decay_ms;
   a.muzzy_decay_ms = o.muzzy_decay_ms;
-  a.bounded_coalesce = o.bounded_coalesce;
-  a.idle_arena_decay = o.idle_arena_decay;
-  a.borrow_dirty = o.borrow_dirty;
+  a.placement = Placement{.bounded_coalesce = o.bounded_coalesce,
+                          .best_fit = o.extent_best_fit,
+                          .reuse_before_grow = o.reuse_before_grow,
+                          .borrow_dirty = o.borrow_dirty,
+                          .extent_cache_bytes = o.extent_cache_bytes};
+  a.policy = ReturnPolicy{.hold_peak = o.decay_hold_peak,
+                          .oversize_hold = o.oversize_hold,
+                          .idle_arena_decay = o.idle_arena_decay,
+                          .purge_on_grow = o.purge_on_grow};
   a.retain = o.retain;
   a.lg_extent_max_active_fit = o.lg_extent_max_active_fit;
-  a.reuse_before_grow = o.reuse_before_grow;
-  a.extent_best_fit = o.extent_best_fit;
-  a.purge_on_grow = o.purge_on_grow;
-  a.decay_hold_peak = o.decay_hold_peak;
-  a.oversize_hold = o.oversize_hold;
-  a.extent_cache_bytes = o.extent_cache_bytes;
   a.metadata_thp = core_enum(kMetadataThpOf, o.metadata_thp_mode);
   a.max_background_threads = o.max_background_threads;
   a.zero = o.zero;

@@ -67,24 +67,23 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
   o.hooks = hooks;
   o.retain = g_arena_opt.retain;
   o.lg_max_fit = static_cast<unsigned>(g_arena_opt.lg_extent_max_active_fit);
-  o.bounded_coalesce = arenas_bounded_coalesce_default();
-  o.reuse_before_grow = g_arena_opt.reuse_before_grow;
-  o.best_fit = g_arena_opt.extent_best_fit;
-  o.purge_on_grow = g_arena_opt.purge_on_grow;
-  o.decay_hold_peak = g_arena_opt.decay_hold_peak;
+  const ReturnPolicy& policy = g_arena_opt.policy;
+  o.placement = g_arena_opt.placement;
+  o.placement.bounded_coalesce = arenas_bounded_coalesce_default();
+  o.purge_on_grow = policy.purge_on_grow;
+  o.hold.on = policy.hold_peak;
+  o.hold.shares_budget = !manual;
   // The huge arena's decay is set to 0 once created (arena_huge); with opt.oversize_hold its
   // frees stay within the hold, over the window the other arenas decay in.
-  if (g_arena_opt.oversize_hold && arenas_huge_enabled() && ind == arenas_huge_ind() && !manual) {
-    o.immediate_hold_ms = arenas_dirty_decay_ms_default();
+  if (policy.oversize_hold && arenas_huge_enabled() && ind == arenas_huge_ind() && !manual) {
+    o.hold.immediate_ms = arenas_dirty_decay_ms_default();
     // Held blocks serve the next round only where they lie side by side: a free merges with
     // its neighbours, and the round's bigger blocks fit into what its smaller ones freed. The
     // growth series from 2 MiB would map about one region per block; one big reservation
     // (address space, no pages) keeps a round's blocks together. Only where the hold is on
     // (it needs decay_hold_peak): the placement-530 options give back 5.3.0's placement.
-    if (g_arena_opt.decay_hold_peak) o.grow_start = kOversizeGrowStart;
+    if (policy.hold_peak) o.grow_start = kOversizeGrowStart;
   }
-  o.extent_cache_bytes = g_arena_opt.extent_cache_bytes;
-  o.shares_hold_budget = !manual;
   // Arena 0 is made before 5.3.0 applies opt.oversize_threshold, so it keeps the built-in
   // 8 MiB whatever the option says (arena.0.oversize_threshold reads 8388608 there too).
   o.oversize_threshold = ind == 0 ? kArena0OversizeThreshold : arenas_oversize_threshold();
@@ -112,7 +111,7 @@ unsigned Arena::slab_alloc_batch(szind_t binind, unsigned shard, Edata** out, un
   // allocated -- become this arena's.
   // Borrowing, this arena's own search stops short of growth (every cached page it holds has
   // been looked at when it gives up); what it could not find is borrowed, else grown.
-  const bool borrow = g_arena_opt.borrow_dirty && may_share_pages();
+  const bool borrow = pac_.placement().borrow_dirty && may_share_pages();
   const Pac::Reach own = borrow ? Pac::Reach::kFlushed : Pac::Reach::kGrow;
   unsigned got = k == 1 ? (out[0] = pac_.alloc(size, kPage, /*zero=*/false, own)) != nullptr
                         : pac_.alloc_batch(size, out, k, own);
@@ -324,7 +323,7 @@ void* Arena::malloc_large(size_t usize, size_t alignment, bool zero, bool may_bo
   const size_t size = usize + sz::kLargePad;
   Arena* owner = this;
   Edata* e;
-  if (may_borrow && g_arena_opt.borrow_dirty && may_share_pages()) {
+  if (may_borrow && pac_.placement().borrow_dirty && may_share_pages()) {
     // Ours (opt.borrow_dirty): all of this arena's own cached pages first (small extent cache
     // flushed, as before any growth); then, rather than grow (new pages, a fault each, while
     // other arenas hold resident free pages -- a producer's arena filling up while its

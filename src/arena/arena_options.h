@@ -14,7 +14,8 @@
 // call into the allocator; afterwards it is read-only, so plain loads are race-free and exactly as
 // cheap as reading the option table was.
 // Defaults that change at run time (arenas.dirty_decay_ms, arenas.muzzy_decay_ms, ours
-// arenas.bounded_coalesce) are not read from here after boot: arenas_boot seeds atomics in
+// arenas.bounded_coalesce, seeded by placement.bounded_coalesce) are not read from here after
+// boot: arenas_boot seeds atomics in
 // arenas.cc with these values, and ctl writes those atomics.
 // jemalloc mapping: opt_narenas, opt_percpu_arena, opt_oversize_threshold, opt_retain,
 // opt_lg_extent_max_active_fit, opt_{dirty,muzzy}_decay_ms, opt_metadata_thp,
@@ -25,6 +26,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "extent/hold.h"
+#include "extent/placement.h"
 #include "meta/base.h"
 #include "support/config.h"
 
@@ -53,30 +56,20 @@ struct ArenaOptions {
   /// opt.oversize_threshold: large requests from this size on go to the huge arena; arenas_boot
   /// stores 0 when the value names no large size class (no huge arena).
   size_t oversize_threshold = size_t{8} << 20;
-  /// opt.dirty_decay_ms / opt.muzzy_decay_ms / ours opt.bounded_coalesce: the initial values of
-  /// the run-time defaults arenas.dirty_decay_ms, arenas.muzzy_decay_ms, arenas.bounded_coalesce.
+  /// opt.dirty_decay_ms / opt.muzzy_decay_ms: the initial values of the run-time defaults
+  /// arenas.dirty_decay_ms, arenas.muzzy_decay_ms.
   int64_t dirty_decay_ms = 10000;
   int64_t muzzy_decay_ms = 0;
-  bool bounded_coalesce = true;
-  /// Ours, opt.idle_arena_decay: decay ticks also advance automatic arenas nobody ticks.
-  bool idle_arena_decay = true;
-  /// Ours, opt.borrow_dirty: large requests and new slabs may take another automatic arena's
-  /// cached pages (a slab's extent then changes hands).
-  bool borrow_dirty = true;
+  /// Ours: where every arena carves extents (extent/placement.h; placement.bounded_coalesce
+  /// seeds the run-time default arenas.bounded_coalesce) and when freed pages go back
+  /// (extent/hold.h, doc/design/memory-return.md). Read here, whole, by every arena.
+  Placement placement;
+  ReturnPolicy policy;
   // ---- Every arena's page allocator (PacOptions) and metadata ----
   /// opt.retain: keep unused virtual memory instead of unmapping it.
   bool retain = true;
   /// opt.lg_extent_max_active_fit.
   size_t lg_extent_max_active_fit = 6;
-  /// Ours: opt.reuse_before_grow, opt.extent_best_fit, opt.purge_on_grow, opt.decay_hold_peak,
-  /// opt.oversize_hold (the huge arena's frees stay within the hold; needs decay_hold_peak).
-  bool reuse_before_grow = true;
-  bool extent_best_fit = true;
-  bool purge_on_grow = false;
-  bool decay_hold_peak = true;
-  bool oversize_hold = true;
-  /// Ours, opt.extent_cache_bytes: each arena's small extent cache (Sec) capacity, 0 = none.
-  size_t extent_cache_bytes = size_t{8} << 20;
   /// opt.metadata_thp: huge pages for metadata, of the global base and of every arena's base.
   MetadataThp metadata_thp = MetadataThp::kDisabled;
   // ---- Fills (large.h) ----

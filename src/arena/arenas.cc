@@ -69,7 +69,7 @@ bool arenas_boot(const ArenaOptions& opts) {
   ArenaOptions& o = g_arena_opt;
   g_dirty_default.store(o.dirty_decay_ms, std::memory_order_relaxed);
   g_muzzy_default.store(o.muzzy_decay_ms, std::memory_order_relaxed);
-  g_bounded_default.store(o.bounded_coalesce, std::memory_order_relaxed);
+  g_bounded_default.store(o.placement.bounded_coalesce, std::memory_order_relaxed);
   unsigned ncpus = sysinfo::ncpus();
   // percpu_arena needs an arena per CPU (or per core): at least that many, and when narenas is
   // not set, exactly that many.
@@ -201,7 +201,7 @@ void arena_decay_after_cache_teardown(Arena* cache_arena) {
 }
 
 void arenas_decay_sweep(const Arena* self) {
-  if (!g_arena_opt.idle_arena_decay || background_thread_enabled()) return;
+  if (!g_arena_opt.policy.idle_arena_decay || background_thread_enabled()) return;
   uint64_t now = nstime_now_ns();
   uint64_t due = g_next_sweep_ns.load(std::memory_order_relaxed);
   // One sweeper per interval: whoever moves the due time forward sweeps.
@@ -218,7 +218,7 @@ void arenas_decay_sweep(const Arena* self) {
 }
 
 size_t arenas_hold_cap(const Arena* self, uint64_t now_ns) {
-  if (!g_arena_opt.decay_hold_peak || self->manual()) return SIZE_MAX;
+  if (!g_arena_opt.policy.hold_peak || self->manual()) return SIZE_MAX;
   const int64_t ms = g_dirty_default.load(std::memory_order_relaxed);
   if (ms <= 0) return SIZE_MAX;
   size_t held = 0;
@@ -231,17 +231,7 @@ size_t arenas_hold_cap(const Arena* self, uint64_t now_ns) {
     held += h;
     holders += h != 0;
   }
-  const size_t peak = hold_budget::peak_pages(now_ns, ms);
-  const size_t active = hold_budget::active_pages();
-  // The published sums are short of the truth by less than a granule per arena: that much
-  // slack keeps a lone holder's hold exact. The holds' own slack (hold_slack) is allowed in
-  // full: only busy arenas have any.
-  const size_t level = peak + hold_slack(peak, /*busy=*/true);
-  const size_t dip = (level > active ? level - active : 0) + holders * hold_budget::kGranulePages;
-  if (held <= dip) return SIZE_MAX;
-  // Page counts fit in 52 bits; the product needs more than 64.
-  using Wide = unsigned __int128;
-  return static_cast<size_t>(Wide{self->hold_estimate()} * dip / held);
+  return hold_budget::share(self->hold_estimate(), held, holders, now_ns, ms);
 }
 
 Arena* arena_percpu() {

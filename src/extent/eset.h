@@ -47,6 +47,7 @@ class Eset {
   /// Ours (opt.extent_best_fit): for searches of up to kBestFitMaxSize bytes, choose the
   /// smallest class that fits first, then by age.
   void set_best_fit(bool on) { best_fit_ = on; }
+  bool best_fit() const { return best_fit_; }
   /// Best fit's scope: slabs and the smallest large blocks, whose first fit by age would carve
   /// holes out of big free extents. Bigger requests keep 5.3.0's order: the oldest extent
   /// (in practice the lowest address) of any fitting class, so a round's blocks of one size

@@ -12,8 +12,12 @@ constexpr size_t kPage = config::kPage;
 
 // `cached` is written under the owning cache's mutex but read by Pac::expand under another
 // arena's (a neighbour may belong to any arena): relaxed atomic access keeps that read defined.
-void set_cached(Edata* e, bool v) { std::atomic_ref<bool>(e->cached).store(v, std::memory_order_relaxed); }
-bool is_cached(Edata* e) { return std::atomic_ref<bool>(e->cached).load(std::memory_order_relaxed); }
+void set_cached(Edata* e, bool v) {
+  std::atomic_ref<bool>(e->cached).store(v, std::memory_order_relaxed);
+}
+bool is_cached(Edata* e) {
+  return std::atomic_ref<bool>(e->cached).load(std::memory_order_relaxed);
+}
 }  // namespace
 
 void Sec::init(size_t max_bytes) { max_bytes_ = max_bytes; }
@@ -82,12 +86,12 @@ bool Sec::remove(Edata* e, unsigned arena_ind) {
   return true;
 }
 
-void Sec::flush(EdataList* out, FlushOrder order, std::atomic<size_t>* in_transit) {
+void Sec::flush(EdataList* out, FlushOrder order) {
   if (npages_.load(std::memory_order_relaxed) == 0) return;
   MutexGuard g(mtx_);
   // Counted in transit before npages_ drops (the read-modify-write orders the stores below
-  // after it): a reader of npages() and then *in_transit sees every page at least once.
-  in_transit->fetch_add(bytes_ / kPage, std::memory_order_seq_cst);
+  // after it): a reader of npages() and then in_transit() sees every page at least once.
+  in_transit_.fetch_add(bytes_ / kPage, std::memory_order_seq_cst);
   if (order == FlushOrder::kSmallFirst) {
     for (size_t i = 0; i < kMaxPages; i++) drain_list_locked(i, out);
   } else {

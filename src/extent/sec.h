@@ -17,7 +17,7 @@
 // Layer: extent. Callers: Pac only.
 // Concurrency: one mutex (LockRank::kLeaf: nothing is taken while it is held; extents leaving
 // the cache are handed back to the caller, who records them after unlocking; flush() adds their
-// pages to the caller's in-transit count before they leave, so that a reader who looks here
+// pages to the in-transit count before they leave, so that a reader who looks here
 // first and there next never misses them). npages() is an atomic read (acquire) for statistics
 // and the unlocked "anything cached?" test.
 // Invariants: every cached extent has `cached` set, is page aligned with its cache-oblivious
@@ -71,9 +71,23 @@ class Sec {
   /// neighbours (more contiguous memory, for a request no cached size fits); large first, every
   /// extent stays whole (each size comes back out of the ecache as it went in).
   enum class FlushOrder : uint8_t { kSmallFirst, kLargeFirst };
-  /// Everything cached, into *out; *in_transit grows by their pages before any leaves (the
-  /// caller takes each one's pages off once it has recorded it elsewhere).
-  void flush(EdataList* out, FlushOrder order, std::atomic<size_t>* in_transit);
+  /// Everything cached, into *out; in_transit() grows by their pages before any leaves (the
+  /// caller takes each one's pages off with landed() once it has recorded it elsewhere).
+  void flush(EdataList* out, FlushOrder order);
+  /// `npages` that flush() handed out are recorded elsewhere now.
+  void landed(size_t npages) { in_transit_.fetch_sub(npages, std::memory_order_release); }
+  /// Pages flush() calls have taken out of the cache and not yet landed. The owner's dirty
+  /// count includes them: a background thread asking how long it may sleep must not read that
+  /// gap as "nothing to decay".
+  size_t in_transit() const { return in_transit_.load(std::memory_order_acquire); }
+  /// Whether `growths` (g_pac_growths: some arena faulted pages in) moved since the last call
+  /// that saw it move -- then what this cache holds for exact sizes should go to the ecache,
+  /// where it coalesces, can be borrowed and decays, rather than wait for the arena's own
+  /// growth or decay epoch.
+  bool growths_moved(uint64_t growths) {
+    return seen_growths_.load(std::memory_order_relaxed) != growths &&
+           seen_growths_.exchange(growths, std::memory_order_relaxed) != growths;
+  }
 
   /// Pages cached now (unlocked read; acquire, so that reads made after it -- the caller's
   /// in-transit count -- see what left the cache after this value).
@@ -94,6 +108,8 @@ class Sec {
   size_t bytes_ = 0;
   size_t next_evict_ = 0;  // round-robin start of the lists given up on overflow
   std::atomic<size_t> npages_{0};
+  std::atomic<size_t> in_transit_{0};
+  std::atomic<uint64_t> seen_growths_{0};
   EdataList lists_[kMaxPages];  // lists_[n - 1]: extents of n pages, most recent first
 };
 

@@ -13,6 +13,7 @@ PacOptions defaults() {
   PacOptions o;
   o.dirty_decay_ms = -1;  // tests drive purging explicitly
   o.muzzy_decay_ms = -1;
+  o.placement.extent_cache_bytes = 0;  // every free reaches the ecache
   return o;
 }
 
@@ -27,14 +28,14 @@ TEST(Extent, CoalesceBoundSaturates) {
   // a 16 KiB block's 20 KiB extent merges up to 1.25 MiB (the last class whose bin the search
   // reaches); without it (--disable-cache-oblivious) up to the last page of the 1.25 MiB bin.
   constexpr bool kPad = config::kCacheOblivious;
-  EXPECT_EQ(extent::coalesce_bound(20 * kKiB, 6), kPad ? 1280 * kKiB : 1536 * kKiB - kPg);
-  EXPECT_EQ(extent::coalesce_bound(20 * kKiB, 0), 20 * kKiB);
-  EXPECT_EQ(extent::coalesce_bound(sc::kLargeMaxClass, 6), sc::kLargeMaxClass);
-  EXPECT_EQ(extent::coalesce_bound(size_t{1} << 58, 6), sc::kLargeMaxClass);
-  EXPECT_EQ(extent::coalesce_bound(size_t{1} << 50, 6),
+  EXPECT_EQ(PacCore::coalesce_bound(20 * kKiB, 6), kPad ? 1280 * kKiB : 1536 * kKiB - kPg);
+  EXPECT_EQ(PacCore::coalesce_bound(20 * kKiB, 0), 20 * kKiB);
+  EXPECT_EQ(PacCore::coalesce_bound(sc::kLargeMaxClass, 6), sc::kLargeMaxClass);
+  EXPECT_EQ(PacCore::coalesce_bound(size_t{1} << 58, 6), sc::kLargeMaxClass);
+  EXPECT_EQ(PacCore::coalesce_bound(size_t{1} << 50, 6),
             kPad ? size_t{1} << 56 : (size_t{5} << 54) - kPg);
-  EXPECT_EQ(extent::coalesce_bound(4096, 63), sc::kLargeMaxClass);
-  EXPECT_EQ(extent::coalesce_bound(4096, 64), sc::kLargeMaxClass);
+  EXPECT_EQ(PacCore::coalesce_bound(4096, 63), sc::kLargeMaxClass);
+  EXPECT_EQ(PacCore::coalesce_bound(4096, 64), sc::kLargeMaxClass);
 }
 
 TEST(Extent, GrowthCarvesAdjacentExtentsOldestFirst) {
@@ -61,25 +62,25 @@ TEST(Extent, GrowthCarvesAdjacentExtentsOldestFirst) {
 
 TEST(Extent, GrowthSeriesGetsLarger) {
   Pac* pac = make_pac(defaults());
-  pszind_t first = core(pac).exp_grow.next;
+  pszind_t first = PacTestAccess::grow_next(pac);
   alloc(pac, 4 * kKiB);
-  EXPECT_EQ(core(pac).exp_grow.next, first + 1);
+  EXPECT_EQ(PacTestAccess::grow_next(pac), first + 1);
   Edata* big = alloc(pac, 5 * 1024 * kKiB);  // skips ahead to a class >= 5 MiB
-  EXPECT_GE(sz::pind2sz(core(pac).exp_grow.next - 1), 5 * 1024 * kKiB);
+  EXPECT_GE(sz::pind2sz(PacTestAccess::grow_next(pac) - 1), 5 * 1024 * kKiB);
   EXPECT_TRUE(big->is_head);
 }
 
 TEST(Extent, SplitAndMergeKeepTheMapConsistent) {
   Pac* pac = make_pac(defaults());
   Edata* e = alloc(pac, 64 * kKiB);
-  Edata* t = extent::split_wrapper(core(pac), e, 16 * kKiB, 48 * kKiB);
+  Edata* t = core(pac).split_wrapper(e, 16 * kKiB, 48 * kKiB);
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(e->size, 16 * kKiB);
   EXPECT_EQ(t->base_addr(), e->past_addr());
   EXPECT_EQ(g_emap.lookup(ptr_of(e->last_page_addr())), e);
   EXPECT_EQ(g_emap.lookup(t->base()), t);
   EXPECT_EQ(g_emap.lookup(ptr_of(t->last_page_addr())), t);
-  ASSERT_TRUE(extent::merge_wrapper(core(pac), e, t));
+  ASSERT_TRUE(core(pac).merge_wrapper(e, t));
   EXPECT_EQ(e->size, 64 * kKiB);
   EXPECT_EQ(g_emap.lookup(ptr_of(e->last_page_addr())), e);
   // pages that became interior no longer map to anything
@@ -92,12 +93,12 @@ TEST(Extent, ShrinkAndExpandInPlace) {
   Edata* e = alloc(pac, 64 * kKiB);
   alloc(pac, 20 * kKiB);  // a neighbour after the 64 KiB keeps the tail from the retained rest
   ASSERT_TRUE(pac->shrink(e, 64 * kKiB, 16 * kKiB));
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)), std::vector<size_t>{48 * kKiB});
+  EXPECT_EQ(sorted(ecache_sizes(dirty_ecache(pac))), std::vector<size_t>{48 * kKiB});
   ASSERT_TRUE(pac->expand(e, 16 * kKiB, 40 * kKiB, true));
   EXPECT_EQ(e->size, 40 * kKiB);
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)), std::vector<size_t>{24 * kKiB});
+  EXPECT_EQ(sorted(ecache_sizes(dirty_ecache(pac))), std::vector<size_t>{24 * kKiB});
   ASSERT_TRUE(pac->expand(e, 40 * kKiB, 64 * kKiB, false));
-  EXPECT_TRUE(ecache_sizes(core(pac).ecache_dirty).empty());
+  EXPECT_TRUE(ecache_sizes(dirty_ecache(pac)).empty());
   EXPECT_FALSE(pac->expand(e, 64 * kKiB, 68 * kKiB, false));  // the neighbour is active
 }
 
@@ -110,15 +111,15 @@ TEST(Extent, SmallDirtyExtentsAreNotCoalescedUntilEvicted) {
   pac->dalloc(a);
   pac->dalloc(b);
   pac->dalloc(c);
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)),
+  EXPECT_EQ(sorted(ecache_sizes(dirty_ecache(pac))),
             (std::vector<size_t>{4 * kKiB, 4 * kKiB, 8 * kKiB}));
   // Eviction coalesces the LRU extent without bound before handing it out.
-  Edata* v = extent::ecache_evict(core(pac), core(pac).ecache_dirty, 0);
+  Edata* v = core(pac).evict(ExtentState::kDirty, 0);
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->size, 16 * kKiB);
   EXPECT_EQ(pac->counter(PacCounter::evict_merges), 2u);
   EXPECT_EQ(state_at(v->base()), ExtentState::kActive);
-  EXPECT_TRUE(ecache_sizes(core(pac).ecache_dirty).empty());
+  EXPECT_TRUE(ecache_sizes(dirty_ecache(pac)).empty());
 }
 
 TEST(Extent, LargeDirtyExtentsCoalesceEagerlyBothSides) {
@@ -131,10 +132,9 @@ TEST(Extent, LargeDirtyExtentsCoalesceEagerlyBothSides) {
   pac->dalloc(s);
   pac->dalloc(a);
   pac->dalloc(c);  // absorbs the small extent after it
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)),
-            (std::vector<size_t>{20 * kKiB, 24 * kKiB}));
+  EXPECT_EQ(sorted(ecache_sizes(dirty_ecache(pac))), (std::vector<size_t>{20 * kKiB, 24 * kKiB}));
   pac->dalloc(b);  // merges forward and backward
-  EXPECT_EQ(ecache_sizes(core(pac).ecache_dirty), std::vector<size_t>{64 * kKiB});
+  EXPECT_EQ(ecache_sizes(dirty_ecache(pac)), std::vector<size_t>{64 * kKiB});
   EXPECT_EQ(pac->counter(PacCounter::dirty_merges), 3u);
   EXPECT_EQ(pac->counter(PacCounter::dirty_merges_refused), 0u);
 }
@@ -151,12 +151,11 @@ TEST(Extent, BoundLimitsEagerCoalescing) {
   pac->dalloc(a);
   pac->dalloc(c);
   pac->dalloc(b);  // forward merge with c fills the budget (40 KiB); a is refused, released
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)),
-            (std::vector<size_t>{20 * kKiB, 40 * kKiB}));
+  EXPECT_EQ(sorted(ecache_sizes(dirty_ecache(pac))), (std::vector<size_t>{20 * kKiB, 40 * kKiB}));
   EXPECT_EQ(pac->counter(PacCounter::dirty_merges_refused), 1u);
   EXPECT_EQ(state_at(a_base), ExtentState::kDirty);  // released, not stuck "merging"
   // A refused neighbour stays mergeable: eviction (unbounded) merges it.
-  Edata* v = extent::ecache_evict(core(pac), core(pac).ecache_dirty, 0);
+  Edata* v = core(pac).evict(ExtentState::kDirty, 0);
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->size, 60 * kKiB);
 }
@@ -171,25 +170,23 @@ TEST(Extent, BoundBackwardAndShrinkingBudget) {
   for (int i = 0; i < 5; i++) pac->dalloc(e[i]);
   // Frees walk upward: each new extent merges backward while the budget allows.
   // e0+e1 (40), +e2 (60), +e3 (80 = bound); e4 finds room 0 for the 80 KiB extent.
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)),
-            (std::vector<size_t>{20 * kKiB, 80 * kKiB}));
+  EXPECT_EQ(sorted(ecache_sizes(dirty_ecache(pac))), (std::vector<size_t>{20 * kKiB, 80 * kKiB}));
   pac->dalloc(e[5]);  // 20 KiB: backward neighbour e4 (20) fits, then 80 KiB does not
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)),
-            (std::vector<size_t>{40 * kKiB, 80 * kKiB}));
+  EXPECT_EQ(sorted(ecache_sizes(dirty_ecache(pac))), (std::vector<size_t>{40 * kKiB, 80 * kKiB}));
   EXPECT_EQ(pac->counter(PacCounter::dirty_merges_refused), 2u);
 }
 
 TEST(Extent, UnboundedModeReproducesStockBehaviour) {
   PacOptions o = defaults();
   o.lg_max_fit = 1;
-  o.bounded_coalesce = false;
-  o.reuse_before_grow = false;
+  o.placement.bounded_coalesce = false;
+  o.placement.reuse_before_grow = false;
   Pac* pac = make_pac(o);
   Edata* e[6];
   for (auto& x : e) x = alloc(pac, 20 * kKiB);
   alloc(pac, 4 * kKiB);
   for (auto* x : e) pac->dalloc(x);
-  EXPECT_EQ(ecache_sizes(core(pac).ecache_dirty), std::vector<size_t>{120 * kKiB});
+  EXPECT_EQ(ecache_sizes(dirty_ecache(pac)), std::vector<size_t>{120 * kKiB});
   // ...and that extent is now too big to be reused for the 20 KiB requests (lg fit 1).
   uint64_t from_dirty = pac->counter(PacCounter::dirty_allocs);
   alloc(pac, 20 * kKiB);
@@ -203,15 +200,15 @@ TEST(Extent, ReuseBeforeGrowSplitsAnOversizedDirtyExtent) {
   // still grows.
   PacOptions o = defaults();
   o.lg_max_fit = 1;
-  o.bounded_coalesce = false;
-  ASSERT_TRUE(o.reuse_before_grow);  // the default
+  o.placement.bounded_coalesce = false;
+  ASSERT_TRUE(o.placement.reuse_before_grow);  // the default
   Pac* pac = make_pac(o);
   Edata* e[6];
   for (auto& x : e) x = alloc(pac, 20 * kKiB);
   alloc(pac, 4 * kKiB);
   uintptr_t lo = e[0]->base_addr();
   for (auto* x : e) pac->dalloc(x);
-  ASSERT_EQ(ecache_sizes(core(pac).ecache_dirty), std::vector<size_t>{120 * kKiB});
+  ASSERT_EQ(ecache_sizes(dirty_ecache(pac)), std::vector<size_t>{120 * kKiB});
   auto grown_pages = [&] {
     return pac->counter(PacCounter::retained_alloc_pages) +
            pac->counter(PacCounter::fresh_alloc_pages);
@@ -220,10 +217,10 @@ TEST(Extent, ReuseBeforeGrowSplitsAnOversizedDirtyExtent) {
   Edata* a = alloc(pac, 20 * kKiB);
   EXPECT_EQ(a->base_addr(), lo);  // the oldest, lowest piece of the dirty extent
   EXPECT_EQ(grown_pages(), grown);
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)), std::vector<size_t>{100 * kKiB});
+  EXPECT_EQ(sorted(ecache_sizes(dirty_ecache(pac))), std::vector<size_t>{100 * kKiB});
   Edata* b = alloc(pac, 200 * kKiB);  // nothing dirty is big enough: grows
   EXPECT_EQ(grown_pages(), grown + 200 * kKiB / kPg);
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)), std::vector<size_t>{100 * kKiB});
+  EXPECT_EQ(sorted(ecache_sizes(dirty_ecache(pac))), std::vector<size_t>{100 * kKiB});
   pac->dalloc(a);
   pac->dalloc(b);
 }
@@ -240,10 +237,9 @@ TEST(Extent, RefusedNeighbourIsReleasedWithFitZero) {
   ASSERT_TRUE(pac->shrink(e, 64 * kKiB, 16 * kKiB));
   pac->dalloc(e);
   EXPECT_EQ(state_at(tail), ExtentState::kDirty);
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)),
-            (std::vector<size_t>{16 * kKiB, 48 * kKiB}));
+  EXPECT_EQ(sorted(ecache_sizes(dirty_ecache(pac))), (std::vector<size_t>{16 * kKiB, 48 * kKiB}));
   // Still mergeable: eviction (no bound) joins head and tail again.
-  Edata* v = extent::ecache_evict(core(pac), core(pac).ecache_dirty, 0);
+  Edata* v = core(pac).evict(ExtentState::kDirty, 0);
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->size, 64 * kKiB);
 }
@@ -254,18 +250,19 @@ TEST(Extent, RetainedCoalescesFullyAfterPurge) {
   for (auto& x : e) x = alloc(pac, 8 * kKiB);  // small: delayed in dirty
   Edata* fence = alloc(pac, 4 * kKiB);
   for (auto* x : e) pac->dalloc(x);
-  EXPECT_EQ(ecache_sizes(core(pac).ecache_dirty).size(), 8u);
-  size_t retained_before = ecache_sizes(core(pac).ecache_retained).size();
+  EXPECT_EQ(ecache_sizes(dirty_ecache(pac)).size(), 8u);
+  size_t retained_before = ecache_sizes(PacTestAccess::ecache(pac, ExtentState::kRetained)).size();
   pac->decay_all(ExtentState::kDirty, true);
-  EXPECT_TRUE(ecache_sizes(core(pac).ecache_dirty).empty());
+  EXPECT_TRUE(ecache_sizes(dirty_ecache(pac)).empty());
   // the 64 KiB run merges into one retained extent (eviction merged it already, one madvise)
   EXPECT_EQ(pac->counter(PacCounter::dirty_nmadvise), 1u);
   EXPECT_EQ(pac->counter(PacCounter::dirty_purged), 16u);
-  EXPECT_EQ(ecache_sizes(core(pac).ecache_retained).size(), retained_before + 1);
+  EXPECT_EQ(ecache_sizes(PacTestAccess::ecache(pac, ExtentState::kRetained)).size(),
+            retained_before + 1);
   // Freeing the fence joins both retained neighbours once purged: retained is fully coalesced.
   pac->dalloc(fence);
   pac->decay_all(ExtentState::kDirty, true);
-  EXPECT_EQ(ecache_sizes(core(pac).ecache_retained).size(), 1u);
+  EXPECT_EQ(ecache_sizes(PacTestAccess::ecache(pac, ExtentState::kRetained)).size(), 1u);
   EXPECT_EQ(pac->nretained() * kPg, 2048 * kKiB);
   EXPECT_EQ(pac->mapped(), 0u);
 }
@@ -334,12 +331,11 @@ TEST(Extent, HeadBarrierSeparatesGrowthRegions) {
   EXPECT_TRUE(next->is_head);
   pac->dalloc(last);
   pac->dalloc(next);  // forward/backward across the head boundary: refused
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)),
-            (std::vector<size_t>{20 * kKiB, 2560 * kKiB}));
+  EXPECT_EQ(sorted(ecache_sizes(dirty_ecache(pac))), (std::vector<size_t>{20 * kKiB, 2560 * kKiB}));
   pac->decay_all(ExtentState::kDirty, true);  // eviction and retained coalescing respect it too
   pac->dalloc(first);
   pac->decay_all(ExtentState::kDirty, true);
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_retained)),
+  EXPECT_EQ(sorted(ecache_sizes(PacTestAccess::ecache(pac, ExtentState::kRetained))),
             (std::vector<size_t>{2048 * kKiB, 2560 * kKiB}));
   // The reservation stays mapped: the emap still describes it for the rest of the process.
 }

@@ -28,12 +28,15 @@ inline unsigned next_test_arena_ind() {
   return ind++;
 }
 
-/// White-box access for tests: the state extent.cc's functions work on (Pac's friend).
+/// White-box access for tests (a friend of Pac and PacCore): the extent algorithms' state.
 class PacTestAccess {
  public:
   static PacCore& core(Pac* p) { return p->core_; }
+  static Ecache& ecache(Pac* p, ExtentState which) { return p->core_.ecache(which); }
+  static pszind_t grow_next(Pac* p) { return p->core_.exp_grow_.next; }
 };
 inline PacCore& core(Pac* p) { return PacTestAccess::core(p); }
+inline Ecache& dirty_ecache(Pac* p) { return PacTestAccess::ecache(p, ExtentState::kDirty); }
 
 /// Builds a Pac with the given options (base, ind and now_ns are filled in).
 inline Pac* make_pac(PacOptions o) {

@@ -23,6 +23,7 @@ PacOptions opts(int64_t dirty_ms, int64_t muzzy_ms) {
   PacOptions o;
   o.dirty_decay_ms = dirty_ms;
   o.muzzy_decay_ms = muzzy_ms;
+  o.placement.extent_cache_bytes = 0;  // the ecaches alone (sec_test has the cache in front)
   return o;
 }
 
@@ -118,7 +119,7 @@ TEST(Pac, PurgeDirtyToMuzzyThenRetained) {
 // muzzy decay is on; with muzzy_decay_ms 0 the muzzy ecache is not even looked at (its lock is
 // not taken), as for alloc().
 uint64_t muzzy_lock_ops(Pac* pac) {
-  Mutex& m = core(pac).ecache_muzzy.mtx;
+  Mutex& m = PacTestAccess::ecache(pac, ExtentState::kMuzzy).mtx;
   MutexGuard g(m);
   return m.stats().num_ops;
 }
@@ -164,7 +165,7 @@ TEST(Pac, FullyDecaySkipsMuzzy) {
 TEST(Pac, OversizeExtentsArePurgedOnFree) {
   PacOptions o = opts(10000, 0);
   o.oversize_threshold = 1024 * kKiB;
-  o.decay_hold_peak = false;  // 5.3.0's purge (the hold keeps it: HoldKeepsOversizeFreesInATimedArena)
+  o.hold.on = false;  // 5.3.0's purge (the hold keeps it: HoldKeepsOversizeFreesInATimedArena)
   Pac* pac = make_pac(o);
   Edata* e = pac->alloc(2048 * kKiB, kPg, false);
   pac->alloc(4 * kKiB, kPg, false);
@@ -198,7 +199,7 @@ TEST(Pac, DecayZeroPurgesImmediately) {
 
 TEST(Pac, DecayFollowsSmootherstepOnFakeClock) {
   PacOptions o = opts(-1, -1);
-  o.decay_hold_peak = false;  // 5.3.0's curve alone (the hold: HoldKeepsTheDipBelowThePeak)
+  o.hold.on = false;  // 5.3.0's curve alone (the hold: HoldKeepsTheDipBelowThePeak)
   Pac* pac = make_pac(o);
   // 256 non-adjacent 8 KiB extents (every other one freed), so eviction cannot merge them and
   // the purge curve has page granularity.
@@ -234,7 +235,7 @@ TEST(Pac, DecayFollowsSmootherstepOnFakeClock) {
 // a window keeps it as the previous peak, the next one drops it -- and then go at once.
 std::vector<size_t> dip_ndirty(bool hold) {
   PacOptions o = opts(-1, -1);
-  o.decay_hold_peak = hold;
+  o.hold.on = hold;
   Pac* pac = make_pac(o);
   constexpr int kN = 256;
   Edata* e[2 * kN];
@@ -277,7 +278,7 @@ TEST(Pac, ImmediateHoldKeepsOversizeFreesUntilThePeakAgesOut) {
   constexpr size_t kBig = 16 << 20;  // above the 8 MiB oversize threshold
   for (bool hold : {true, false}) {
     PacOptions o = opts(-1, -1);
-    o.immediate_hold_ms = hold ? 1000 : 0;
+    o.hold.immediate_ms = hold ? 1000 : 0;
     Pac* pac = make_pac(o);
     const uint64_t t0 = uint64_t{1} << 43;
     ASSERT_TRUE(pac->decay_ms_set(ExtentState::kDirty, 0, t0));
@@ -306,14 +307,14 @@ TEST(Pac, ImmediateHoldKeepsOversizeFreesUntilThePeakAgesOut) {
     pac->dalloc(c);
     pac->dalloc(b);
     const uint64_t half = 500'000'000;  // half of the 1000 ms window
-    ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t0 + half / 2, Pac::Eagerness::kAlways,
-                               &advanced));
+    ASSERT_TRUE(
+        pac->try_decay(ExtentState::kDirty, t0 + half / 2, Pac::Eagerness::kAlways, &advanced));
     EXPECT_EQ(pac->ndirty(), 2 * kBig / kPg);
-    ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t0 + half + 1, Pac::Eagerness::kAlways,
-                               &advanced));
+    ASSERT_TRUE(
+        pac->try_decay(ExtentState::kDirty, t0 + half + 1, Pac::Eagerness::kAlways, &advanced));
     EXPECT_EQ(pac->ndirty(), 2 * kBig / kPg);  // the peak is now the previous half's
-    ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t0 + 2 * half + 2, Pac::Eagerness::kAlways,
-                               &advanced));
+    ASSERT_TRUE(
+        pac->try_decay(ExtentState::kDirty, t0 + 2 * half + 2, Pac::Eagerness::kAlways, &advanced));
     EXPECT_EQ(pac->ndirty(), 0u);
   }
 }
@@ -325,7 +326,7 @@ TEST(Pac, ImmediateHoldKeepsOversizeFreesUntilThePeakAgesOut) {
 TEST(Pac, ImmediateHoldKeepsTheFirstFreeAfterAQuietWindow) {
   constexpr size_t kBig = 16 << 20;
   PacOptions o = opts(-1, -1);
-  o.immediate_hold_ms = 1000;
+  o.hold.immediate_ms = 1000;
   Pac* pac = make_pac(o);
   const uint64_t t0 = uint64_t{1} << 43;
   ASSERT_TRUE(pac->decay_ms_set(ExtentState::kDirty, 0, t0));
@@ -338,17 +339,16 @@ TEST(Pac, ImmediateHoldKeepsTheFirstFreeAfterAQuietWindow) {
   ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t0, Pac::Eagerness::kAlways, &advanced));
   const uint64_t quiet = 3'000'000'000;  // three windows without a decay step
   pac->dalloc(a);
-  ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t0 + quiet, Pac::Eagerness::kAlways,
-                             &advanced));
+  ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t0 + quiet, Pac::Eagerness::kAlways, &advanced));
   EXPECT_EQ(pac->ndirty(), kBig / kPg);  // freed from the peak of two blocks: held
   EXPECT_EQ(pac->counter(PacCounter::oversize_purged), 0u);
   pac->dalloc(b);
-  ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t0 + quiet + 1, Pac::Eagerness::kAlways,
-                             &advanced));
+  ASSERT_TRUE(
+      pac->try_decay(ExtentState::kDirty, t0 + quiet + 1, Pac::Eagerness::kAlways, &advanced));
   EXPECT_EQ(pac->ndirty(), 2 * kBig / kPg);
   // Idle: the next step, a whole window later and with no free since, purges everything.
-  ASSERT_TRUE(pac->try_decay(ExtentState::kDirty, t0 + 2 * quiet, Pac::Eagerness::kAlways,
-                             &advanced));
+  ASSERT_TRUE(
+      pac->try_decay(ExtentState::kDirty, t0 + 2 * quiet, Pac::Eagerness::kAlways, &advanced));
   EXPECT_EQ(pac->ndirty(), 0u);
 }
 
@@ -360,7 +360,7 @@ TEST(Pac, HoldKeepsOversizeFreesInATimedArena) {
   constexpr size_t kBlock = (8 << 20) + kPad;
   for (bool hold : {true, false}) {
     PacOptions o = opts(10000, 0);
-    o.decay_hold_peak = hold;
+    o.hold.on = hold;
     Pac* pac = make_pac(o);
     Edata* e[4];
     for (auto& x : e) x = pac->alloc(kBlock, kPg, false);
@@ -393,7 +393,7 @@ TEST(Pac, HoldKeepsOversizeFreesInATimedArena) {
 TEST(Pac, HoldSlackKeepsARoundsCrumbs) {
   constexpr size_t k8 = (8 << 20) + kPad, k16 = (16 << 20) + kPad, k32 = (32 << 20) + kPad;
   PacOptions o = opts(-1, -1);
-  o.immediate_hold_ms = 10'000;
+  o.hold.immediate_ms = 10'000;
   o.grow_start = size_t{256} << 20;
   Pac* pac = make_pac(o);
   uint64_t now = uint64_t{1} << 43;
@@ -500,7 +500,7 @@ TEST(Pac, GrowStartKeepsBlocksSideBySide) {
 TEST(Pac, HoldBudgetPublishesGranules) {
   constexpr size_t kG = hold_budget::kGranulePages;
   PacOptions o = opts(-1, -1);
-  o.shares_hold_budget = true;
+  o.hold.shares_budget = true;
   Pac* pac = make_pac(o);
   const size_t base = hold_budget::active_pages();
   constexpr int kN = 256;  // 2 pages each: 512 pages
@@ -550,10 +550,10 @@ struct PatternResult {
 
 PatternResult run_pattern(bool bounded, bool with_slabs, int rounds, bool ours = false) {
   PacOptions o = opts(10000, 0);
-  o.bounded_coalesce = bounded;
+  o.placement.bounded_coalesce = bounded;
   // Our other placement options off: the bound alone vs stock 5.3 (see the last test).
-  o.reuse_before_grow = ours;
-  o.best_fit = ours;
+  o.placement.reuse_before_grow = ours;
+  o.placement.best_fit = ours;
   o.purge_on_grow = ours;
   Pac* pac = make_pac(o);
   PatternResult r;
@@ -663,8 +663,8 @@ TEST(Pac, BurstsAreReusedAtEverySize) {
         size_t size = usize + sz::kLargePad;
         size_t n = std::max<size_t>(32, (64 * 1024 * kKiB) / size);  // >= 64 MiB per burst
         PacOptions o = opts(ms, 0);
-        o.reuse_before_grow = pl.reuse_before_grow;
-        o.best_fit = pl.best_fit;
+        o.placement.reuse_before_grow = pl.reuse_before_grow;
+        o.placement.best_fit = pl.best_fit;
         Pac* pac = make_pac(o);
         BurstResult r = burst_twice(pac, size, n);
         EXPECT_EQ(r.faulting_pages, 0u)
@@ -682,9 +682,10 @@ TEST(Pac, UnboundedBurstsAreNotReused) {
   // The same burst under 5.3.0's unbounded merging and placement (decay off): at 116 KiB the
   // merged extents are out of the requests' reach.
   PacOptions o = opts(-1, 0);
-  o.bounded_coalesce = false;
-  o.reuse_before_grow = false;  // 5.3.0's placement: nothing splits the out-of-reach extents
-  o.best_fit = false;
+  o.placement.bounded_coalesce = false;
+  o.placement.reuse_before_grow =
+      false;  // 5.3.0's placement: nothing splits the out-of-reach extents
+  o.placement.best_fit = false;
   Pac* pac = make_pac(o);
   BurstResult r = burst_twice(pac, 116 * kKiB, 600);
   EXPECT_GT(r.faulting_pages, 600u * 29 / 4);  // a quarter of the 29-page extents or more
@@ -702,7 +703,7 @@ TEST(Pac, LentExtentBecomesTheBorrowers) {
   lender->alloc(4 * kKiB, kPg, false);  // fence
   for (Edata* e : x) lender->dalloc(e);
   const size_t freed = 3 * (128 * kKiB + kPad);
-  ASSERT_EQ(ecache_sizes(core(lender).ecache_dirty), (std::vector<size_t>{freed}));
+  ASSERT_EQ(ecache_sizes(dirty_ecache(lender)), (std::vector<size_t>{freed}));
   const size_t lender_mapped = lender->mapped();
   ExtentState was = ExtentState::kActive;
   Edata* e = lender->lend(128 * kKiB + kPad, &was);
@@ -716,9 +717,8 @@ TEST(Pac, LentExtentBecomesTheBorrowers) {
   EXPECT_EQ(borrower->mapped(), e->size);
   EXPECT_EQ(state_at(e->base()), ExtentState::kActive);
   borrower->dalloc(e);
-  EXPECT_EQ(ecache_sizes(core(borrower).ecache_dirty), (std::vector<size_t>{128 * kKiB + kPad}));
-  EXPECT_EQ(ecache_sizes(core(lender).ecache_dirty),
-            (std::vector<size_t>{freed - (128 * kKiB + kPad)}));
+  EXPECT_EQ(ecache_sizes(dirty_ecache(borrower)), (std::vector<size_t>{128 * kKiB + kPad}));
+  EXPECT_EQ(ecache_sizes(dirty_ecache(lender)), (std::vector<size_t>{freed - (128 * kKiB + kPad)}));
   EXPECT_EQ(borrower->nactive(), 0u);
   // Nothing cached of that size: nothing lent.
   EXPECT_EQ(borrower->lend(freed, &was), nullptr);
@@ -738,17 +738,17 @@ TEST(Pac, EvictionHandsOutWhatItMerged) {
   for (auto& x : e) x = pac->alloc(1024 * kKiB, kPg, false);
   pac->alloc(4 * kKiB, kPg, false);  // fence
   for (auto* x : e) pac->dalloc(x);
-  ASSERT_EQ(ecache_sizes(core(pac).ecache_dirty).size(), 3u);
-  Edata* v = extent::ecache_evict(core(pac), core(pac).ecache_dirty, 0, 256);
+  ASSERT_EQ(ecache_sizes(dirty_ecache(pac)).size(), 3u);
+  Edata* v = core(pac).evict(ExtentState::kDirty, 0, 256);
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->size, 1024 * kKiB);
-  EXPECT_EQ(ecache_sizes(core(pac).ecache_dirty), (std::vector<size_t>{1024 * kKiB, 1024 * kKiB}));
-  Edata* w = extent::ecache_evict(core(pac), core(pac).ecache_dirty, 0);
+  EXPECT_EQ(ecache_sizes(dirty_ecache(pac)), (std::vector<size_t>{1024 * kKiB, 1024 * kKiB}));
+  Edata* w = core(pac).evict(ExtentState::kDirty, 0);
   ASSERT_NE(w, nullptr);
   EXPECT_EQ(w->size, 2048 * kKiB);
-  EXPECT_TRUE(ecache_sizes(core(pac).ecache_dirty).empty());
-  extent::dalloc_wrapper(core(pac), v);
-  extent::dalloc_wrapper(core(pac), w);
+  EXPECT_TRUE(ecache_sizes(dirty_ecache(pac)).empty());
+  core(pac).dalloc_wrapper(v);
+  core(pac).dalloc_wrapper(w);
 }
 
 TEST(Pac, RallocPatternUnboundedWithReuseBeforeGrow) {

@@ -15,7 +15,7 @@ Pac* make_cached_pac(size_t cap) {
   PacOptions o;
   o.dirty_decay_ms = -1;  // nothing purged behind the tests' backs
   o.muzzy_decay_ms = 0;
-  o.extent_cache_bytes = cap;
+  o.placement.extent_cache_bytes = cap;
   return make_pac(o);
 }
 
@@ -28,9 +28,9 @@ TEST(Sec, SameSizeComesBackLastFreedFirst) {
   void* bb = b->base();
   pac->dalloc(a);
   pac->dalloc(b);
-  EXPECT_EQ(pac->ndirty(), 2u);                      // cached pages count as dirty
-  EXPECT_EQ(state_at(bb), ExtentState::kActive);     // ... but neighbours see them taken
-  EXPECT_TRUE(ecache_sizes(core(pac).ecache_dirty).empty());
+  EXPECT_EQ(pac->ndirty(), 2u);                   // cached pages count as dirty
+  EXPECT_EQ(state_at(bb), ExtentState::kActive);  // ... but neighbours see them taken
+  EXPECT_TRUE(ecache_sizes(dirty_ecache(pac)).empty());
   uint64_t dirty_allocs = pac->counter(PacCounter::dirty_allocs);
   Edata* again = pac->alloc(4 * kKiB, kPg, false);
   ASSERT_NE(again, nullptr);
@@ -53,7 +53,7 @@ TEST(Sec, BatchesCountAsSingleCalls) {
   pac->dalloc_batch(p, 8);
   EXPECT_EQ(pac->ndirty(), 8u);
   EXPECT_EQ(pac->nactive(), 4u);
-  EXPECT_TRUE(ecache_sizes(core(pac).ecache_dirty).empty());
+  EXPECT_TRUE(ecache_sizes(dirty_ecache(pac)).empty());
   const uint64_t allocs = pac->counter(PacCounter::dirty_allocs);
   Edata* q[10];
   ASSERT_EQ(pac->alloc_batch(4 * kKiB, q, 10), 10u);  // 8 cached, 2 more grown or recycled
@@ -65,7 +65,7 @@ TEST(Sec, BatchesCountAsSingleCalls) {
   pac->dalloc_batch(q, 10);  // 40 KiB into a 32 KiB cache: half of it goes on
   pac->dalloc_batch(p + 8, 4);
   EXPECT_EQ(pac->ndirty(), 14u);
-  EXPECT_LE(pac->ndirty() - core(pac).ecache_dirty.npages(), 8u);
+  EXPECT_LE(pac->ndirty() - core(pac).npages(ExtentState::kDirty), 8u);
 }
 
 // The reuse promise: a freed 16 KiB extent and its freed one-page neighbour serve a 20 KiB
@@ -77,7 +77,7 @@ TEST(Sec, FlushedAndCoalescedBeforeGrowth) {
   Edata* b = pac->alloc(4 * kKiB, kPg, false);
   Edata* fence = pac->alloc(4 * kKiB, kPg, false);
   ASSERT_TRUE(a && b && fence);
-  ASSERT_GT(core(pac).ecache_retained.npages(), 5u);  // growth could serve it: must not
+  ASSERT_GT(core(pac).npages(ExtentState::kRetained), 5u);  // growth could serve it: must not
   void* first = a->base();
   pac->dalloc(a);
   pac->dalloc(b);
@@ -104,11 +104,11 @@ TEST(Sec, AGrowthAnywhereFlushesTheCacheAtTheNextFree) {
   ASSERT_TRUE(a && b && c);
   pac->dalloc(a);
   pac->dalloc(b);
-  EXPECT_TRUE(ecache_sizes(core(pac).ecache_dirty).empty());
+  EXPECT_TRUE(ecache_sizes(dirty_ecache(pac)).empty());
   g_pac_growths.fetch_add(1);
   pac->dalloc(c);
-  EXPECT_FALSE(ecache_sizes(core(pac).ecache_dirty).empty());
-  EXPECT_EQ(core(pac).ecache_dirty.npages(), 3u);  // a and b; c is cached
+  EXPECT_FALSE(ecache_sizes(dirty_ecache(pac)).empty());
+  EXPECT_EQ(core(pac).npages(ExtentState::kDirty), 3u);  // a and b; c is cached
   EXPECT_EQ(pac->ndirty(), 5u);
 }
 
@@ -123,8 +123,7 @@ TEST(Sec, StatisticsFlushKeepsExtentsWhole) {
   pac->dalloc(a);
   PacStatsSnap snap;
   pac->read_stats(&snap);
-  EXPECT_EQ(sorted(ecache_sizes(core(pac).ecache_dirty)),
-            (std::vector<size_t>{4 * kKiB, 16 * kKiB}));
+  EXPECT_EQ(sorted(ecache_sizes(dirty_ecache(pac))), (std::vector<size_t>{4 * kKiB, 16 * kKiB}));
   Edata* again = pac->alloc(16 * kKiB, kPg, false);
   ASSERT_NE(again, nullptr);
   EXPECT_EQ(again->base(), first);
@@ -169,7 +168,7 @@ TEST(Sec, OverflowGivesUpHalf) {
   for (Edata*& e : p) e = pac->alloc(4 * kKiB, kPg, false);
   for (Edata* e : p) pac->dalloc(e);
   EXPECT_EQ(pac->ndirty(), 40u);  // nothing lost: cached or recorded
-  size_t in_ecache = core(pac).ecache_dirty.npages();
+  size_t in_ecache = core(pac).npages(ExtentState::kDirty);
   EXPECT_GE(in_ecache, 40u - 16u);
   EXPECT_LE(40u - in_ecache, 16u);  // at most the capacity stays cached
 }
