@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 
 #include "arena/arena_options.h"
 #include "arena/bin_info.h"
@@ -13,6 +14,7 @@
 #include "meta/sc.h"
 #include "meta/sz.h"
 #include "os/sysinfo.h"
+#include "thread/thread_options.h"
 #include "support/config.h"
 #include "support/malloc_io.h"
 
@@ -444,6 +446,39 @@ bool handle_hugification_ratio(const Pair& p) {
   return true;
 }
 
+/// preset:NAME (ours) writes every option of ours that places, keeps or returns memory from one
+/// of the typed presets (Placement, ReturnPolicy and the thread caches' growth), as if each key
+/// had been given at this point of the string: keys after it override single options.
+bool handle_preset(const Pair& p) {
+  struct Preset {
+    Placement placement;
+    ReturnPolicy policy;
+    size_t tcache_grow_bytes;
+  };
+  static constexpr Preset kPresets[] = {
+      {Placement::ours(), ReturnPolicy::ours(), ThreadOptions{}.tcache_grow_bytes},
+      {Placement::jemalloc530(), ReturnPolicy::jemalloc530(), 0},
+  };
+  static_assert(std::size(kPresets) == std::size(kPresetNames));
+  for (size_t i = 0; i < std::size(kPresets); i++) {
+    if (!value_is(p, kPresetNames[i])) continue;
+    const Preset& x = kPresets[i];
+    g_opt.bounded_coalesce = x.placement.bounded_coalesce;
+    g_opt.extent_best_fit = x.placement.best_fit;
+    g_opt.reuse_before_grow = x.placement.reuse_before_grow;
+    g_opt.borrow_dirty = x.placement.borrow_dirty;
+    g_opt.extent_cache_bytes = x.placement.extent_cache_bytes;
+    g_opt.decay_hold_peak = x.policy.hold_peak;
+    g_opt.oversize_hold = x.policy.oversize_hold;
+    g_opt.idle_arena_decay = x.policy.idle_arena_decay;
+    g_opt.purge_on_grow = x.policy.purge_on_grow;
+    g_opt.tcache_grow_bytes = x.tcache_grow_bytes;
+    return true;
+  }
+  pair_error("Invalid conf value", p);
+  return false;
+}
+
 /// The entry a key selects: an exact parseable key, else the first prefix-key entry the key is
 /// a prefix of (5.3.0 compared those three keys with strncmp over the key's length only).
 const OptInfo* lookup(const Pair& p) {
@@ -484,6 +519,7 @@ bool apply_pair(const Pair& p) {
     case OptKind::kAlias:
       if (o->id == OptId::lg_tcache_max) return handle_lg_tcache_max(p);
       if (o->id == OptId::hpa_hugification_threshold_ratio) return handle_hugification_ratio(p);
+      if (o->id == OptId::preset) return handle_preset(p);
       break;
     case OptKind::kNotBuilt: break;
   }

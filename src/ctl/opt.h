@@ -163,6 +163,9 @@ inline constexpr const char* kMetadataThpNames[] = {"disabled", "auto", "always"
 /// `zero_realloc`: what realloc(p, 0) does.
 enum class ZeroReallocAction : uint8_t { kAlloc, kFree, kAbort };
 inline constexpr const char* kZeroReallocNames[] = {"alloc", "free", "abort"};
+/// Ours, `preset`: every option of ours that places, keeps or returns memory set at once --
+/// to our defaults, or to jemalloc 5.3.0's behaviour (extent/placement.h, extent/hold.h).
+inline constexpr const char* kPresetNames[] = {"ours", "jemalloc-5.3.0"};
 
 /// `prof_time_resolution`: timestamps of prof_log records (exact match).
 enum class ProfTimeRes : uint8_t { kDefault, kHigh };
@@ -447,6 +450,10 @@ struct OptStorage<OptKind::kNotBuilt> {
     "Guard every n-th small slab with guard pages (0 = never).")                                   \
   X(san_guard_large, SizeT, size_t{0}, (opt_any()), kOptParse, "accepted; no guard pages",         \
     "Guard every n-th large extent with guard pages (0 = never).")                                 \
+  X(preset, Alias, {}, (opt_choice(kPresetNames)), kOptParse, "ours: supported (sets the keys named)", \
+    "Sets bounded_coalesce, reuse_before_grow, extent_best_fit, purge_on_grow, borrow_dirty, "     \
+    "decay_hold_peak, oversize_hold, idle_arena_decay, extent_cache_bytes and tcache_grow_bytes "  \
+    "at once: ours (their defaults) or jemalloc-5.3.0 (5.3.0's behaviour); later keys win.")       \
   X(bounded_coalesce, Bool, true, (opt_any()), kOptBoth, "ours: supported",                        \
     "Bound eager coalescing of large extents freed into the dirty cache at size << "               \
     "lg_extent_max_active_fit; false reproduces jemalloc 5.3.0's unbounded merging.")              \

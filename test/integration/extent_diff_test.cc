@@ -26,8 +26,7 @@
 
 const char* malloc_conf = "tcache_gc_incr_bytes:1099511627776,dirty_decay_ms:-1,muzzy_decay_ms:-1";
 const char* malloc_conf_2_conf_harder =
-    "bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,"
-    "borrow_dirty:false,decay_hold_peak:false,idle_arena_decay:false,extent_cache_bytes:0,tcache_grow_bytes:0";
+    "preset:jemalloc-5.3.0";
 
 namespace {
 

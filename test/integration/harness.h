@@ -284,22 +284,48 @@ inline bool is_reference() {
   return std::strcmp(library_version(), kReferenceVersion) == 0;
 }
 
+// What `preset:<name>` (ours, doc/design/memory-return.md#presets) sets `key` to, written
+// down here independently of the library; nullptr when the preset leaves `key` alone.
+inline const char* preset_value(const char* preset, size_t plen, const char* key) {
+  static const struct {
+    const char* key;
+    const char* ours;
+    const char* jemalloc;
+  } kKeys[] = {{"bounded_coalesce", "true", "false"},   {"reuse_before_grow", "true", "false"},
+               {"extent_best_fit", "true", "false"},    {"purge_on_grow", "false", "false"},
+               {"borrow_dirty", "true", "false"},       {"decay_hold_peak", "true", "false"},
+               {"oversize_hold", "true", "false"},      {"idle_arena_decay", "true", "false"},
+               {"extent_cache_bytes", "8388608", "0"}, {"tcache_grow_bytes", "8388608", "0"}};
+  const bool ours = plen == 4 && std::strncmp(preset, "ours", 4) == 0;
+  const bool jemalloc = plen == 14 && std::strncmp(preset, "jemalloc-5.3.0", 14) == 0;
+  if (!ours && !jemalloc) return nullptr;
+  for (const auto& k : kKeys) {
+    if (std::strcmp(k.key, key) == 0) return ours ? k.ours : k.jemalloc;
+  }
+  return nullptr;
+}
+
 // Looks key up in the MALLOC_CONF environment variable (the runner's
 // variants); copies its value into buf and returns true when present (the
-// last occurrence wins, as in jemalloc).
+// last occurrence wins, as in jemalloc; a preset counts as setting the keys it
+// names where it stands).
 inline bool conf_value(const char* key, char* buf, size_t buflen) {
   const char* s = std::getenv("MALLOC_CONF");
   bool found = false;
   size_t klen = std::strlen(key);
+  auto put = [&](const char* v, size_t vlen) {
+    if (vlen >= buflen) vlen = buflen - 1;
+    std::memcpy(buf, v, vlen);
+    buf[vlen] = '\0';
+    found = true;
+  };
   while (s != nullptr && *s != '\0') {
     const char* end = std::strchr(s, ',');
     size_t len = end ? (size_t)(end - s) : std::strlen(s);
     if (len > klen && std::strncmp(s, key, klen) == 0 && s[klen] == ':') {
-      size_t vlen = len - klen - 1;
-      if (vlen >= buflen) vlen = buflen - 1;
-      std::memcpy(buf, s + klen + 1, vlen);
-      buf[vlen] = '\0';
-      found = true;
+      put(s + klen + 1, len - klen - 1);
+    } else if (len > 7 && std::strncmp(s, "preset:", 7) == 0) {
+      if (const char* v = preset_value(s + 7, len - 7, key)) put(v, std::strlen(v));
     }
     s = end ? end + 1 : nullptr;
   }

@@ -56,10 +56,9 @@ CC=${CC:-cc}
 progs=${*:-$integ_progs}
 
 # MALLOC_CONF variants; "-" is the default configuration.  A variant with an
-# option only we have is listed in ours_only too.  placement_530 turns off our
-# options that place and purge extents differently (doc/compat.md#placement-530).
-placement_530="bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,\
-purge_on_grow:false,borrow_dirty:false,decay_hold_peak:false,idle_arena_decay:false,extent_cache_bytes:0,tcache_grow_bytes:0"
+# option only we have is listed in ours_only too.  placement_530 sets our options
+# that place, keep and purge memory as 5.3.0 does (doc/compat.md#placement-530).
+placement_530="preset:jemalloc-5.3.0"
 variants="- tcache:false narenas:1 dirty_decay_ms:0,muzzy_decay_ms:0 \
 dirty_decay_ms:-1,muzzy_decay_ms:-1 bin_shards:0-14336:4|20-100:2,slab_sizes:0-4096:1 \
 $placement_530"

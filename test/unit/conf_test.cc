@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "ctl/opt.h"
+#include "extent/hold.h"
+#include "extent/placement.h"
 #include "support/config.h"
 #include "meta/sc.h"
 #include "support/malloc_io.h"
@@ -165,6 +167,7 @@ constexpr Valid kValid[] = {
     {"safety_checks", "true", "safety_checks", "true"},
     {"extent_cache_bytes", "0", "extent_cache_bytes", "0"},
     {"tcache_grow_bytes", "0", "tcache_grow_bytes", "0"},
+    {"preset", "jemalloc-5.3.0", "extent_cache_bytes", "0"},
     {"prof", "true", "prof", "true"},
     {"prof_prefix", "dumps/x", "prof_prefix", "dumps/x"},
     {"prof_active", "false", "prof_active", "false"},
@@ -383,6 +386,7 @@ constexpr Bad kBad[] = {
     {"narenas:Default", "Invalid conf value", "narenas"},
     {"tcache_max:99999999999999999999", "Invalid conf value", "tcache_max"},
     {"lg_tcache_max:x", "Invalid conf value", "tcache_max"},
+    {"preset:5.3.0", "Invalid conf value", "bounded_coalesce"},
     {"lg_tcache_max:0x", "Invalid conf value", "tcache_max"},
     {"lg_tcache_nslots_mul:-17", "Out-of-range conf value", "lg_tcache_nslots_mul"},
     {"lg_tcache_nslots_mul:17", "Out-of-range conf value", "lg_tcache_nslots_mul"},
@@ -568,6 +572,52 @@ TEST_F(ConfTest, NarenasRatioKeepsANumberFollowedByGarbage) {
   EXPECT_EQ(g_opt.narenas_ratio, 1u << 15);
   EXPECT_EQ(parse("hpa_dirty_mult:1x"), "<jemalloc>: Invalid conf value: hpa_dirty_mult:1x\n");
   EXPECT_EQ(g_opt.hpa_dirty_mult, 1u << 14);  // unchanged: the other fxp options are not
+}
+
+// Ours: preset:jemalloc-5.3.0 sets the ten keys of ours to 5.3.0's behaviour, exactly as the
+// typed presets say; preset:ours sets them back; a key after the preset overrides it.
+TEST_F(ConfTest, PresetSetsEveryOptionOfOursAtOnce) {
+  EXPECT_EQ(parse("preset:jemalloc-5.3.0"), "");
+  const je::Placement pl = je::Placement::jemalloc530();
+  const je::ReturnPolicy rp = je::ReturnPolicy::jemalloc530();
+  EXPECT_EQ(g_opt.bounded_coalesce, pl.bounded_coalesce);
+  EXPECT_EQ(g_opt.extent_best_fit, pl.best_fit);
+  EXPECT_EQ(g_opt.reuse_before_grow, pl.reuse_before_grow);
+  EXPECT_EQ(g_opt.borrow_dirty, pl.borrow_dirty);
+  EXPECT_EQ(g_opt.extent_cache_bytes, pl.extent_cache_bytes);
+  EXPECT_EQ(g_opt.decay_hold_peak, rp.hold_peak);
+  EXPECT_EQ(g_opt.oversize_hold, rp.oversize_hold);
+  EXPECT_EQ(g_opt.idle_arena_decay, rp.idle_arena_decay);
+  EXPECT_EQ(g_opt.purge_on_grow, rp.purge_on_grow);
+  EXPECT_EQ(g_opt.tcache_grow_bytes, 0u);
+  // The nine keys the differential tests used before the preset, and oversize_hold, say the same.
+  const je::Options by_preset = g_opt;
+  parse("bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,"
+        "borrow_dirty:false,decay_hold_peak:false,idle_arena_decay:false,extent_cache_bytes:0,"
+        "tcache_grow_bytes:0,oversize_hold:false");
+  EXPECT_EQ(by_preset.bounded_coalesce, g_opt.bounded_coalesce);
+  EXPECT_EQ(by_preset.extent_best_fit, g_opt.extent_best_fit);
+  EXPECT_EQ(by_preset.reuse_before_grow, g_opt.reuse_before_grow);
+  EXPECT_EQ(by_preset.borrow_dirty, g_opt.borrow_dirty);
+  EXPECT_EQ(by_preset.extent_cache_bytes, g_opt.extent_cache_bytes);
+  EXPECT_EQ(by_preset.decay_hold_peak, g_opt.decay_hold_peak);
+  EXPECT_EQ(by_preset.oversize_hold, g_opt.oversize_hold);
+  EXPECT_EQ(by_preset.idle_arena_decay, g_opt.idle_arena_decay);
+  EXPECT_EQ(by_preset.purge_on_grow, g_opt.purge_on_grow);
+  EXPECT_EQ(by_preset.tcache_grow_bytes, g_opt.tcache_grow_bytes);
+  // Back to ours: the option table's defaults.
+  EXPECT_EQ(parse("preset:jemalloc-5.3.0,preset:ours"), "");
+  const je::Options defaults{};
+  EXPECT_EQ(g_opt.bounded_coalesce, defaults.bounded_coalesce);
+  EXPECT_EQ(g_opt.extent_cache_bytes, defaults.extent_cache_bytes);
+  EXPECT_EQ(g_opt.tcache_grow_bytes, defaults.tcache_grow_bytes);
+  EXPECT_EQ(g_opt.decay_hold_peak, defaults.decay_hold_peak);
+  EXPECT_EQ(g_opt.oversize_hold, defaults.oversize_hold);
+  EXPECT_EQ(g_opt.purge_on_grow, defaults.purge_on_grow);
+  // Later keys win.
+  EXPECT_EQ(parse("preset:jemalloc-5.3.0,bounded_coalesce:true"), "");
+  EXPECT_TRUE(g_opt.bounded_coalesce);
+  EXPECT_FALSE(g_opt.reuse_before_grow);
 }
 
 TEST_F(ConfTest, TypedCompanionsFollowTheStrings) {
