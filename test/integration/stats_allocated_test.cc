@@ -2,7 +2,8 @@
 // allocated. After bursts of frees have filled (with opt.tcache_grow_bytes, grown) the thread
 // cache's bins, N allocations of S bytes -- through malloc, calloc, realloc and mallocx, of a
 // small class, of cached large classes (16 KiB, 32 KiB) and of 1 MiB -- raise stats.allocated
-// by N x the usable size, within 1%.
+// by N x the usable size, within 1%; so do a new thread's allocations after its first call,
+// a statistics read.
 //
 // What may move it otherwise: 5.3.0 counts the blocks a thread cache holds as allocated, so the
 // first allocations of a class pop blocks that already counted, and the cache's GC flushes what
@@ -143,4 +144,42 @@ TEST(mallocx_32k_after_warm_bins) {
 TEST(mallocx_1mib_after_warm_bins) {
   const size_t warm[] = {4096, 16384};
   check_growth(Via::kMallocx, k1M, 128, warm, 2, 600);
+}
+
+namespace {
+
+struct FirstCalls {
+  size_t usable = 0;
+  long long delta = 0;
+};
+
+// A thread whose first calls into the allocator read the statistics: 5.3.0 sets the thread up
+// (its cache, whose slot array is an internal allocation and counts as allocated) on any first
+// call, mallctl included, so what the thread then allocates is all the delta shows.
+void* first_calls_thread(void* arg) {
+  auto* r = static_cast<FirstCalls*>(arg);
+  const size_t before = allocated_now();
+  for (size_t i = 0; i < 16; i++) {
+    g_blocks[i] = malloc(size_t{64} << 10);
+    r->usable += malloc_usable_size(g_blocks[i]);
+  }
+  r->delta = static_cast<long long>(allocated_now()) - static_cast<long long>(before);
+  for (size_t i = 0; i < 16; i++) free(g_blocks[i]);
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(new_thread_reads_then_allocates) {
+  if (!stats_built()) SKIP_TEST("built without statistics");
+  FirstCalls r;
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, nullptr, first_calls_thread, &r), 0);
+  ASSERT_EQ(pthread_join(th, nullptr), 0);
+  const long long off = r.delta - static_cast<long long>(r.usable);
+  std::printf("  new thread, 16 x malloc(64 KiB): stats.allocated +%lld, usable sizes %zu\n",
+              r.delta, r.usable);
+  const long long tolerance = static_cast<long long>(r.usable / 100);
+  EXPECT_LE(off, tolerance);
+  EXPECT_GE(off, -tolerance);
 }
