@@ -107,8 +107,14 @@ void fill(ArenaSnap* s, Arena* a, uint64_t now) {
   s->mutexes[kMtxBase] = base_mutex;
   s->mutexes[kMtxTcacheList] = tcaches_mutex_stats();
 
+  // Blocks a grown thread-cache bin holds beyond 5.3.0's capacity count as 5.3.0 counts the
+  // blocks its cache flushed when the bin overflowed: not allocated, not in curregs /
+  // curlextents (doc/compat.md#tcache-grow). Attributed to the cache's arena, as tcache_bytes.
+  size_t grown[kTcacheMaxBins] = {};
+  tcache_grown_items(a, grown);
   for (unsigned i = 0; i < sc::kNBins; i++) {
-    const BinSnap& b = s->bins[i] = r.bins[i];
+    BinSnap& b = s->bins[i] = r.bins[i];
+    b.curregs -= grown[i] < b.curregs ? grown[i] : b.curregs;
     s->small_allocated += b.curregs * sz::index2size(i);
     s->small_nmalloc += b.nmalloc;
     s->small_ndalloc += b.ndalloc;
@@ -117,7 +123,11 @@ void fill(ArenaSnap* s, Arena* a, uint64_t now) {
     s->small_nflushes += b.nflushes;
   }
   for (unsigned i = 0; i < sc::kNLExtents; i++) {
-    const LextentSnap& l = s->lextents[i] = r.lextents[i];
+    LextentSnap& l = s->lextents[i] = r.lextents[i];
+    if (sc::kNBins + i < kTcacheMaxBins) {
+      const size_t g = grown[sc::kNBins + i];
+      l.curlextents -= g < l.curlextents ? g : l.curlextents;
+    }
     s->large_allocated += l.curlextents * sz::index2size(sc::kNBins + i);
     s->large_nmalloc += l.nmalloc;
     s->large_ndalloc += l.ndalloc;

@@ -565,6 +565,21 @@ size_t tcache_bytes(const Arena* arena) {
   return bytes;
 }
 
+void tcache_grown_items(const Arena* arena, size_t items[kTcacheMaxBins]) {
+  const TcacheGeometry& geo = g_tcache_geo;
+  MutexGuard guard(g_tcaches_mtx);
+  for (TcacheSlow* s = g_live.front(); s != nullptr; s = decltype(g_live)::next(s)) {
+    // Only automatic caches grow; a bin that never grew cannot hold more than 5.3.0's capacity.
+    if (s->arena != arena || s->grow == nullptr) continue;
+    for (szind_t i = 0; i < geo.nhbins; i++) {
+      if (geo.grow_max[i] == 0) continue;
+      unsigned n = s->owner->bin(i).ncached();
+      if (n > geo.grow_max[i]) n = geo.grow_max[i];  // a read torn by the owner's relocation
+      if (n > geo.ncached_max[i]) items[i] += n - geo.ncached_max[i];
+    }
+  }
+}
+
 bool tcaches_create(Arena* arena, unsigned* ind) {
   // One internal block holds the cache and its slots, as in 5.3.0 (one allocation, and the
   // same size class: stats.arenas.0.{internal,small,large} match).

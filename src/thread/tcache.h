@@ -95,7 +95,7 @@ struct TcacheSlow {
   Tcache* owner = nullptr;
   TcacheGrow* grow = nullptr;  // ours: automatic caches only (tcache_grow_bytes != 0)
   bool any_grown = false;      // ours: grow->grown_bytes != 0 (one test for the GC step)
-  QlLink<TcacheSlow> link;  // list of live caches (stats.arenas.<i>.tcache_bytes)
+  QlLink<TcacheSlow> link;     // list of live caches (stats.arenas.<i>.tcache_bytes)
 };
 
 /// The out-of-line part of a cache: the bins of the cached large classes and the cold state, so
@@ -158,6 +158,13 @@ void tcache_flush_all(Tcache* t);
 void tcache_gc_step(Tcache* t);
 /// Bytes cached in all live caches whose arena is `arena` (stats).
 size_t tcache_bytes(const Arena* arena);
+/// Ours (opt.tcache_grow_bytes): adds to `items[i]`, for each cached class i, the blocks the
+/// automatic caches bound to `arena` hold beyond 5.3.0's capacity of the bin -- blocks 5.3.0
+/// would have flushed to their arena when the bin overflowed. The statistics count them as that
+/// flush would (not allocated: doc/compat.md#tcache-grow), so handing them back when pages are
+/// faulted in does not move stats.allocated. Read as tcache_bytes reads: other threads' bins,
+/// without their owners' cooperation (a racing read is off by the blocks in flight).
+void tcache_grown_items(const Arena* arena, size_t items[kTcacheMaxBins]);
 
 // ---- explicit caches ------------------------------------------------------------------------
 /// tcache.create: index of a new explicit cache bound to arena 0's peers per jemalloc (the
