@@ -183,7 +183,7 @@ def summarize(ctx, workloads, allocs, samples, perf_note, started, elapsed):
         L.append("## %s — %s" % (w.name, w.desc))
         L.append("")
         if w.kind == "ext":
-            L.append("`%s %s`" % (ctx.prog_path(w), " ".join(w.args)))
+            L.append("`%s`" % " ".join([ctx.prog_path(w)] + w.args))
         else:
             L.append("`bench/%s %s`" % (w.prog, " ".join(w.args + ctx.scale_args(w))))
         L.append("")
