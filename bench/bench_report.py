@@ -13,6 +13,23 @@ import sys
 # Ratios in every table and chart are against this allocator's column.
 BASELINE = "jemalloc"
 
+# A minor fault maps one base page (a huge-page fault, one fault for 2 MiB, would count
+# below 1 here).  Minor faults x PAGE_BYTES / peak RSS says how many times each page of the
+# peak was faulted in: 1 when every page is mapped once and kept, N when freed memory goes
+# back to the kernel and is faulted in again N times.
+try:
+    PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+except (ValueError, OSError, AttributeError):
+    PAGE_BYTES = 4096
+PAGE_LABEL = "%d KiB" % (PAGE_BYTES // 1024)
+
+
+def faults_per_peak(minflt, maxrss_kib):
+    """Minor faults x page size / peak RSS (nan when either is missing)."""
+    if minflt != minflt or maxrss_kib != maxrss_kib or maxrss_kib <= 0:
+        return float("nan")
+    return minflt * PAGE_BYTES / (maxrss_kib * 1024.0)
+
 # ---------------------------------------------------------------------------
 # Statistics and reports
 
@@ -47,6 +64,16 @@ def ratio(v, base):
 
 def fmt_ratio(r):
     return "n/a" if r != r else "%.2fx" % r
+
+
+def fmt_range(values, scale=1.0):
+    """"median (min-max)" of the values, or the median alone for one value."""
+    v = [x * scale for x in values if x == x]
+    if not v:
+        return "n/a"
+    if len(v) == 1 or min(v) == max(v):
+        return fmt(median(v))
+    return "%s (%s–%s)" % (fmt(median(v)), fmt(min(v)), fmt(max(v)))
 
 
 def host_lines():
@@ -91,6 +118,14 @@ def summarize(ctx, workloads, allocs, samples, perf_note, started, elapsed):
                 if ctx.spawn else "forked from this driver (bench/spawn missing: peak RSS "
                 "includes the driver's own)"))
     L.append("- `perf faults`: %s" % perf_note)
+    L.append("- faults/peak: minor faults x %s / peak RSS, per run (how many times each page "
+             "of the peak was faulted in; 1 = each once)" % PAGE_LABEL)
+    if any(w.kind == "ext" for w in workloads):
+        info = getattr(ctx, "mb_info", {})
+        L.append("- mb-* programs: mimalloc-bench %s, built by `bench/mimalloc_bench.sh` (%s; "
+                 "%s); thread count %d" % (info.get("commit", "(no BUILD-INFO)")[:12],
+                                          info.get("flags", "?"), info.get("cc", "?"),
+                                          args.mimalloc_bench_procs))
     L.append("- values are medians over the repetitions; ratios are vs `%s` (Debian's "
              "jemalloc 5.3.0), lower = better for time, RSS and faults" % BASELINE
              if base else "- values are medians (no `%s` column, so no ratios)" % BASELINE)
@@ -106,7 +141,7 @@ def summarize(ctx, workloads, allocs, samples, perf_note, started, elapsed):
     L.append("")
 
     # Overview matrices.
-    cwl = [w for w in workloads if w.kind == "c"]
+    cwl = [w for w in workloads if w.kind in ("c", "ext")]
     if cwl:
         for title, attr in (("Wall time", "wall"), ("Peak RSS", "maxrss_kib"),
                             ("Minor faults", "minflt")):
@@ -128,15 +163,35 @@ def summarize(ctx, workloads, allocs, samples, perf_note, started, elapsed):
                     cells.append(cell)
                 L.append("| %s | %s |" % (w.name, " | ".join(cells)))
             L.append("")
+        L.append("## Overview: faults per peak page (minor faults x %s / peak RSS)" % PAGE_LABEL)
+        L.append("")
+        L.append("Median of the runs' own ratios: 1 = each page of the peak faulted in once; "
+                 "above 1, memory went back to the kernel and was faulted in again.")
+        L.append("")
+        L.append("| workload | " + " | ".join(names) + " |")
+        L.append("|---|" + "---:|" * len(names))
+        for w in cwl:
+            cells = []
+            for n in names:
+                ok = [s for s in samples.get((w.name, n), []) if s.ok]
+                cells.append(fmt(median([faults_per_peak(s.minflt, s.maxrss_kib) for s in ok])))
+            L.append("| %s | %s |" % (w.name, " | ".join(cells)))
+        L.append("")
 
     # Per workload detail.
     for w in cwl:
         L.append("## %s — %s" % (w.name, w.desc))
         L.append("")
-        L.append("`bench/%s %s`" % (w.prog, " ".join(w.args + ctx.scale_args(w))))
+        if w.kind == "ext":
+            L.append("`%s`" % " ".join([ctx.prog_path(w)] + w.args))
+        else:
+            L.append("`bench/%s %s`" % (w.prog, " ".join(w.args + ctx.scale_args(w))))
         L.append("")
-        cols = ["allocator", "runs", "wall s", "±", "vs base", "peak RSS MiB", "vs base",
-                "minflt", "vs base", "perf faults"] + list(w.show)
+        L.append("Peak RSS, minor faults, faults/peak and system time: median (minimum–maximum) "
+                 "of the runs.")
+        L.append("")
+        cols = ["allocator", "runs", "wall s", "±", "vs base", "sys s", "peak RSS MiB",
+                "vs base", "minflt", "vs base", "faults/peak", "perf faults"] + list(w.show)
         L.append("| " + " | ".join(cols) + " |")
         L.append("|---|" + "---:|" * (len(cols) - 1))
         base_s = samples.get((w.name, base), []) if base else []
@@ -157,8 +212,10 @@ def summarize(ctx, workloads, allocs, samples, perf_note, started, elapsed):
             mf = median([s.minflt for s in ok])
             mp = median([s.perf_faults for s in ss])
             row = [a.name, runs, fmt(mw), "%.0f%%" % spread, fmt_ratio(ratio(mw, bw)),
-                   fmt(mr / 1024.0), fmt_ratio(ratio(mr, br)), fmt(mf), fmt_ratio(ratio(mf, bf)),
-                   fmt(mp)]
+                   fmt_range([s.stime for s in ok]),
+                   fmt_range([s.maxrss_kib for s in ok], 1 / 1024.0), fmt_ratio(ratio(mr, br)),
+                   fmt_range([s.minflt for s in ok]), fmt_ratio(ratio(mf, bf)),
+                   fmt_range([faults_per_peak(s.minflt, s.maxrss_kib) for s in ok]), fmt(mp)]
             for k in w.show:
                 vals = [num(s.result.get(k)) for s in ok]
                 row.append(fmt(median(vals)))
@@ -230,14 +287,15 @@ def write_csv(path, workloads, allocs, samples):
     with open(path, "w", newline="") as f:
         wr = csv.writer(f)
         wr.writerow(["workload", "allocator", "rep", "rc", "wall_s", "maxrss_kib", "minflt",
-                     "majflt", "utime_s", "stime_s", "perf_page_faults"] +
+                     "majflt", "utime_s", "stime_s", "perf_page_faults", "faults_per_peak"] +
                     ["result_" + k for k in keys])
         for w in workloads:
             for a in allocs:
                 for rep, s in enumerate(samples.get((w.name, a.name), [])):
                     wr.writerow([w.name, a.name, rep, s.rc, "%.4f" % s.wall, s.maxrss_kib,
                                  s.minflt, s.majflt, "%.3f" % s.utime, "%.3f" % s.stime,
-                                 "" if s.perf_faults != s.perf_faults else int(s.perf_faults)] +
+                                 "" if s.perf_faults != s.perf_faults else int(s.perf_faults),
+                                 "%.3f" % faults_per_peak(s.minflt, s.maxrss_kib)] +
                                 [s.result.get(k, "") for k in keys])
 
 
@@ -491,6 +549,26 @@ def plots_from_files(out, pdir=None, trace_dir=None):
             if plot_bars(pdir, term, name, title, "ratio vs %s" % base if base else what,
                          cwl, allocs, cells, unit="x" if base else "", note=note):
                 made.append(os.path.join(pdir, name + ".png"))
+        # Faults per peak page: absolute, each run's own ratio; the dashed line at 1 is
+        # "every page of the peak faulted in once".
+        cells = []
+        for w in cwl:
+            row = []
+            for a in allocs:
+                v = [faults_per_peak(num(r["minflt"]), num(r["maxrss_kib"]))
+                     for r in rows.get((w, a), []) if r["rc"] == "0"]
+                v = [x for x in v if x == x]
+                row.append((median(v), min(v), max(v)) if v else None)
+            cells.append(row)
+        if cells:
+            reps = max(len(v) for v in rows.values())
+            if plot_bars(pdir, term, "faults_per_peak",
+                         "minor faults x %s / peak RSS, per workload: how many times each page "
+                         "of the peak was faulted in (lower is better)" % PAGE_LABEL,
+                         "faults x %s / peak RSS" % PAGE_LABEL, cwl, allocs, cells, unit="x",
+                         note="bar: median of %d runs' own ratios; error bar: their minimum to "
+                              "maximum; dashed line: 1 (each page faulted in once)" % reps):
+                made.append(os.path.join(pdir, "faults_per_peak.png"))
     micro = os.path.join(out, "micro.csv")
     if os.path.exists(micro):
         with open(micro, newline="") as f:

@@ -25,6 +25,11 @@ results/<date>/ (or --out):
   plots/*.png  gnuplot charts (skipped with a message when gnuplot is absent)
   logs/        stdout/stderr of every run
 
+With --mimalloc-bench DIR it also offers some of mimalloc-bench's test programs
+(built outside this tree by bench/mimalloc_bench.sh) as the workloads mb-*, run
+with the arguments mimalloc-bench's own runner gives them; they print no RESULT
+line, so the rusage figures are all they report.
+
 Python 3 standard library only (the reports and plots are in bench_report.py).
 See doc/benchmarks.md.
 
@@ -34,6 +39,8 @@ Examples:
   python3 bench/compare.py --builddir BUILD --workloads 'rallocx-*' \\
       --allocators jemalloc,tcmalloc,glibc --reps 3
   python3 bench/compare.py --builddir BUILD --run-once --alloc tcmalloc
+  python3 bench/compare.py --builddir BUILD --mimalloc-bench MB_OUT \\
+      --workloads 'mb-*' --allocators ours,jemalloc,tcmalloc,mimalloc,glibc --reps 3
 """
 
 import argparse
@@ -158,11 +165,13 @@ def allocator_registry(args):
 
 
 class Workload:
-    def __init__(self, name, prog, args, kind="c", trace=False, show=(), desc=""):
+    def __init__(self, name, prog, args, kind="c", trace=False, show=(), desc="", path=None):
         self.name = name
         self.prog = prog
         self.args = [str(x) for x in args]
-        self.kind = kind      # "c": RESULT line; "gbench": Google Benchmark JSON
+        self.kind = kind      # "c": RESULT line; "gbench": Google Benchmark JSON;
+        #                       "ext": a program of another project (rusage only)
+        self.path = path      # "ext": the executable (None: --mimalloc-bench not given)
         self.trace = trace    # rallocx: write per-iteration trace in the first rep
         self.show = show      # RESULT keys shown in the summary
         self.desc = desc
@@ -196,7 +205,64 @@ def workload_registry(args):
                        desc="server simulation: sessions, growth/shrink phases"))
     wl.append(Workload("pipeline", "pipeline", [], show=("msgs_per_s", "rss_drained_mib"),
                        desc="3-stage producer/transformer/consumer pipeline"))
+    wl += mimalloc_bench_workloads(args)
     return wl
+
+
+# mimalloc-bench's programs: (workload, program, arguments, description).  The arguments are
+# the ones its runner (bench.sh) passes, with its thread count -- the CPU count there -- given
+# by --mimalloc-bench-procs; the names follow that runner's test names.
+MB_PROGRAMS = [
+    ("mb-malloc-large", "malloc-large", lambda procs: [],
+     "mimalloc-bench malloc-large: 2000 blocks of 5-25 MiB, zero-filled, up to 20 live "
+     "(one thread)"),
+    ("mb-mstress", "mstress", lambda procs: [procs, 50, 25],
+     "mimalloc-bench mstress (its mstressN): %s threads (the main one included), started "
+     "again 25 times, blocks of 8 B .. about 5 MB passed between them through a shared array"),
+    ("mb-mleak10", "mleak", lambda procs: [5],
+     "mimalloc-bench mleak (its mleak10): 500 rounds of 10 short threads, each leaving "
+     "one 128 B block for another to free"),
+    ("mb-mleak100", "mleak", lambda procs: [50],
+     "mimalloc-bench mleak (its mleak100): 5000 rounds of 10 short threads"),
+]
+
+
+def mimalloc_bench_dir(path):
+    """The folder holding the built programs: DIR itself, or DIR/out/bench of a checkout."""
+    if path is None:
+        return None
+    path = os.path.abspath(path)
+    if not any(os.path.exists(os.path.join(path, p)) for _, p, _, _ in MB_PROGRAMS):
+        sub = os.path.join(path, "out", "bench")
+        if os.path.isdir(sub):
+            return sub
+    return path
+
+
+def mimalloc_bench_workloads(args):
+    d = mimalloc_bench_dir(args.mimalloc_bench)
+    procs = args.mimalloc_bench_procs
+    out = []
+    for name, prog, argf, desc in MB_PROGRAMS:
+        out.append(Workload(name, prog, argf(procs), kind="ext",
+                            desc=desc % procs if "%s" in desc else desc,
+                            path=os.path.join(d, prog) if d else None))
+    return out
+
+
+def mimalloc_bench_info(args):
+    """BUILD-INFO written by bench/mimalloc_bench.sh next to the programs, as key -> value."""
+    d = mimalloc_bench_dir(args.mimalloc_bench)
+    info = {}
+    try:
+        with open(os.path.join(d, "BUILD-INFO")) as f:
+            for line in f:
+                k, eq, v = line.strip().partition("=")
+                if eq:
+                    info[k] = v
+    except (OSError, TypeError):
+        pass
+    return info
 
 
 def select(names, registry, what):
@@ -442,14 +508,19 @@ class Context:
         self.all_allocs = []
         spawn = os.path.join(self.builddir, "bench", "spawn")
         self.spawn = spawn if os.access(spawn, os.X_OK) else None
+        self.mb_info = {}  # BUILD-INFO of the mb-* programs
 
     def prog_path(self, w):
+        if w.kind == "ext":
+            return w.path or "(--mimalloc-bench DIR)/" + w.prog
         return os.path.join(self.builddir, "bench", w.prog)
 
     def probe_prog(self):
         return os.path.join(self.builddir, "bench", "rallocx_4k16k")
 
     def scale_args(self, w):
+        if w.kind == "ext":  # run as their own runner runs them
+            return []
         if w.kind == "gbench":
             return ["--benchmark_min_time=%g" % (0.05 * self.scale)]
         return [] if self.scale == 1.0 else ["--scale", "%g" % self.scale]
@@ -494,6 +565,12 @@ def main():
                     help="allocator for --run-once: a name, a library path, or auto "
                          "(ours when it works, else glibc)")
     ap.add_argument("--list", action="store_true", help="list workloads and allocators")
+    ap.add_argument("--mimalloc-bench", metavar="DIR",
+                    help="folder of mimalloc-bench programs built by bench/mimalloc_bench.sh "
+                         "(or a checkout with them in out/bench): adds the mb-* workloads")
+    ap.add_argument("--mimalloc-bench-procs", type=int, default=2, metavar="N",
+                    help="thread count given to the mb-* programs that take one, where "
+                         "mimalloc-bench's runner gives its CPU count (default 2)")
     args = ap.parse_args()
     if args.reps is None:
         args.reps = 2 if args.quick else 5
@@ -502,14 +579,22 @@ def main():
     if args.reps < 1 or args.scale <= 0:
         sys.exit("--reps must be >= 1 and --scale > 0")
 
+    if args.mimalloc_bench_procs < 1:
+        sys.exit("--mimalloc-bench-procs must be >= 1")
+    if args.mimalloc_bench and not os.path.isdir(args.mimalloc_bench):
+        sys.exit("--mimalloc-bench %s: not a folder (build the programs with "
+                 "bench/mimalloc_bench.sh CHECKOUT OUTDIR)" % args.mimalloc_bench)
+
     ctx = Context(args)
+    ctx.mb_info = mimalloc_bench_info(args)
     reg = allocator_registry(args)
     wreg = {w.name: w for w in workload_registry(args)}
 
     if args.list:
         print("workloads:")
         for w in wreg.values():
-            print("  %-18s bench/%s %s  -- %s" % (w.name, w.prog, " ".join(w.args), w.desc))
+            shown = ctx.prog_path(w) if w.kind == "ext" else "bench/" + w.prog
+            print("  %-18s %s %s  -- %s" % (w.name, shown, " ".join(w.args), w.desc))
         print("allocators:")
         for a in reg.values():
             print("  %-15s %s %s%s" % (a.name, a.preload or "(no preload)",
@@ -528,10 +613,14 @@ def main():
     if args.workloads:
         wnames = select(args.workloads.split(","), wreg, "workload")
     elif args.all or args.run_once:
-        wnames = list(wreg)
+        # the mb-* programs only when their folder is given
+        wnames = [n for n in wreg if wreg[n].kind != "ext" or args.mimalloc_bench]
     else:
         sys.exit("choose the workloads: --all or --workloads LIST (see --list)")
     workloads = [wreg[n] for n in wnames]
+    if any(w.kind == "ext" for w in workloads) and not args.mimalloc_bench:
+        sys.exit("the mb-* workloads need --mimalloc-bench DIR (programs built by "
+                 "bench/mimalloc_bench.sh)")
     missing = [w for w in workloads if not os.path.exists(ctx.prog_path(w))]
     for w in missing:
         print("note: %s not built (%s); skipping %s" % (w.prog, ctx.prog_path(w), w.name))
