@@ -25,6 +25,8 @@
 #include "extent/ehooks.h"
 #include "meta/sz.h"
 #include "support/nstime.h"
+#include "thread/tcache.h"
+#include "thread/tsd.h"
 
 namespace je::ctl {
 
@@ -58,6 +60,10 @@ int node_decay_or_purge(Req& r) {
   if (int e = neither_read_nor_write(r)) return e;
   unsigned ind;
   if (int e = mib_unsigned(r, 1, &ind)) return e;
+  // Ours: a purge also returns what thread caches keep beyond 5.3.0's capacities (grown bins,
+  // opt.tcache_grow_bytes) -- the caller's at once, before its blocks' pages are purged below,
+  // other threads' at their next GC step (doc/design/memory-return.md).
+  if constexpr (kAll) tcache_release_grown(tsd_tcache(tsd_fetch()));
   if (means_all(ind)) {
     unsigned n;
     {

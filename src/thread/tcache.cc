@@ -116,6 +116,16 @@ uint8_t gc_delay_items(szind_t binind) {
   return static_cast<uint8_t>(items > 255 ? 255 : items);
 }
 
+// Purge requests (arena.<i>.purge) since boot: each asks every cache to give its grown bins back.
+constinit std::atomic<uint64_t> g_release_requests{0};
+
+// Moves whenever grown bins should give back what they hold beyond 5.3.0's capacities: an arena
+// took retained or new pages (g_pac_growths), or the application asked for a purge.
+uint64_t release_epoch() {
+  return g_pac_growths.load(std::memory_order_relaxed) +
+         g_release_requests.load(std::memory_order_relaxed);
+}
+
 }  // namespace
 
 void tcache_boot() {
@@ -189,7 +199,7 @@ bool tcache_init(Tcache* t, Arena* arena, void** stack, TcacheCold* cold) {
       std::memcpy(keep, grow->slots, sizeof(keep));
       *grow = TcacheGrow{};
       std::memcpy(grow->slots, keep, sizeof(keep));
-      grow->seen_growths = g_pac_growths.load(std::memory_order_relaxed);
+      grow->seen_growths = release_epoch();
     }
   }
   t->cold->slow.grow = grow;  // null: this cache's bins keep 5.3.0's capacities
@@ -282,9 +292,9 @@ void shrink(Tcache* t, szind_t binind, unsigned cap) {
   t->slow().any_grown = g->grown_bytes != 0;
 }
 
-// Whether some arena took retained or new pages since this cache last looked.
+// Whether the release epoch moved since this cache last looked.
 bool pages_grew(TcacheGrow* g) {
-  const uint64_t now = g_pac_growths.load(std::memory_order_relaxed);
+  const uint64_t now = release_epoch();
   if (now == g->seen_growths) return false;
   g->seen_growths = now;
   return true;
@@ -476,6 +486,13 @@ void tcache_dalloc_large_hard(Tcache* t, szind_t binind, void* ptr) {
     tcache_flush_large(t, binind, bin.ncached_max() >> g_thread_opt.lg_tcache_flush_large_div);
   }
   bin.push_fast(ptr);
+}
+
+void tcache_release_grown(Tcache* t) {
+  g_release_requests.fetch_add(1, std::memory_order_relaxed);
+  if (t == nullptr || t->cold == nullptr || t->slow().grow == nullptr) return;
+  t->slow().grow->seen_growths = release_epoch();
+  release_grown(t);
 }
 
 void tcache_flush_all(Tcache* t) {

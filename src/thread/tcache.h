@@ -152,6 +152,11 @@ void tcache_dalloc_large_hard(Tcache* t, szind_t binind, void* ptr);
 /// Flush bin `binind` down to `rem` items (oldest first).
 void tcache_flush_small(Tcache* t, szind_t binind, unsigned rem);
 void tcache_flush_large(Tcache* t, szind_t binind, unsigned rem);
+/// Ours (opt.tcache_grow_bytes; arena.<i>.purge): `t`'s grown bins (the calling thread's cache,
+/// or nullptr) go back to 5.3.0's capacities at once, flushing what no longer fits; every other
+/// automatic cache gives its grown bins back at its next GC step or growth attempt (a thread
+/// blocked meanwhile keeps them: nothing may touch its bins but itself).
+void tcache_release_grown(Tcache* t);
 /// Flush every bin completely (thread.tcache.flush, tcache.flush, thread exit).
 void tcache_flush_all(Tcache* t);
 /// Incremental GC of one bin (the allocation-bytes event).

@@ -457,6 +457,42 @@ void mode_tcache_grow(const char*) {
   emit("cached_after_flush", (long long)(arena_stat(arena, "tcache_bytes") / usize));
 }
 
+// Ours: what the memory-return policy keeps -- a grown thread-cache bin (the tcache_grow
+// bursts), a 48 KiB block in the small extent cache, 16 MiB of 1 MiB blocks within the hold --
+// and what arena.4096.purge leaves of it: the calling thread's bins back at 5.3.0's capacity,
+// no dirty page in its arena.
+void mode_purge_all(const char*) {
+  mode_noop(nullptr);
+  constexpr int kBlocks = 256;
+  constexpr size_t kSize = 16384;
+  static void* blocks[kBlocks];
+  const unsigned arena = thread_arena();
+  const size_t usize = nallocx(kSize, 0);
+  // The 1 MiB blocks first: their growth would give the grown bins back (tcache-grow).
+  for (int i = 0; i < 16; i++) {
+    blocks[i] = malloc(1 << 20);
+    touch(blocks[i], 1 << 20);
+  }
+  for (int i = 0; i < 16; i++) free(blocks[i]);
+  void* cached = malloc(48 << 10);
+  touch(cached, 48 << 10);
+  for (int round = 0; round < 4; round++) {
+    for (auto& b : blocks) {
+      b = malloc(kSize);
+      touch(b, kSize);
+    }
+    for (auto b : blocks) free(b);
+  }
+  free(cached);
+  jt::refresh_stats();
+  emit("cached_blocks", (long long)(arena_stat(arena, "tcache_bytes") / usize));
+  emit("pdirty_kept", (long long)arena_stat(arena, "pdirty"));
+  emit("purge_rc", mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0));
+  jt::refresh_stats();
+  emit("cached_after_purge", (long long)(arena_stat(arena, "tcache_bytes") / usize));
+  emit("pdirty_after_purge", (long long)arena_stat(arena, "pdirty"));
+}
+
 // Two automatic arenas dip one after the other: 16 MiB allocated and freed in arena 0, then
 // 16 MiB in arena 1. Each arena alone would hold its whole dip (its own peak), 32 MiB in all,
 // though the process never had more than 16 MiB active at once; the shared budget keeps the
@@ -785,6 +821,7 @@ constexpr Mode kModes[] = {
     {"oversize_hold", mode_oversize_hold},
     {"oversize_hold_idle", mode_oversize_hold_idle},
     {"tcache_grow", mode_tcache_grow},
+    {"purge_all", mode_purge_all},
     {"oversize", mode_oversize},
     {"retain", mode_retain},
     {"percpu", mode_percpu},
@@ -1213,6 +1250,20 @@ TEST_COMPAT(tcache_grow_bytes_keeps_a_burst_in_the_cache, "tcache-grow") {
   if (!child(&c, "tcache_grow", "tcache_grow_bytes:0")) return;
   EXPECT_CHILD(c, "arena_allocs_last_round", kGe, 200);
   EXPECT_CHILD(c, "cached_blocks", kLe, 20);
+}
+
+// Ours: arena.4096.purge (Redis's MEMORY PURGE) returns what the policy keeps -- the hold, the
+// small extent cache and the calling thread's grown bins (doc/design/memory-return.md); 5.3.0
+// keeps no grown bins and purges the rest alike.
+TEST_COMPAT(purge_returns_held_cached_and_grown_memory, "tcache-grow") {
+  Child c;
+  if (!child(&c, "purge_all", nullptr)) return;
+  EXPECT_CHILD(c, "cached_blocks", kEq, 256);
+  // The 16 MiB freed (4,096 pages) within the hold, less what the bursts took of it.
+  EXPECT_CHILD(c, "pdirty_kept", kGe, 2048);
+  EXPECT_CHILD(c, "purge_rc", kEq, 0);
+  EXPECT_CHILD(c, "cached_after_purge", kLe, 20);  // tcache_nslots_large: 5.3.0's capacity
+  EXPECT_CHILD(c, "pdirty_after_purge", kEq, 0);
 }
 
 TEST(retain_false_unmaps_purged_memory) {
