@@ -20,7 +20,7 @@ Writes one report folder (default <srcdir>/bench/results/idle-rss, replaced on e
 `--report-only DIR` redraws summary.md and the plots from DIR's raw.csv and series/.
 
 Examples:
-  python3 bench/idle_rss.py --builddir BUILD                     # everything, ~45 min
+  python3 bench/idle_rss.py --builddir BUILD                     # everything, ~35 min
   python3 bench/idle_rss.py --builddir BUILD --quick             # 256 MiB, short quiet
   python3 bench/idle_rss.py --builddir BUILD --modes blocked --reps 1 --no-pattern
   python3 bench/idle_rss.py --builddir BUILD --ours-conf 'dirty_decay_ms:-1' \\
@@ -212,7 +212,7 @@ def summarize(out, rows, meta, plots):
               "(min-max), MiB of RSS read by the program itself; `+N s` is N seconds after the "
               "last free; minor faults are the whole run's (rusage)" % meta["reps"],
               "- duration: %s" % meta.get("elapsed", "?")]
-    lines += host_lines()
+    lines += meta["host"].split("\x1f") if meta.get("host") else host_lines()
     lines += ["", "Allocators:", ""]
     for n in names:
         lines.append("- `%s`: %s" % (n, meta["notes"].get(n, "")))
@@ -228,8 +228,8 @@ def summarize(out, rows, meta, plots):
                 "exit": "the worker threads exit, main waits"}[mode]
         lines += ["", "## --after %s (%s)" % (mode, desc), ""]
         lines += table(mr, names, FIGURES, meta)
-        lines += [""] + ratio_table(mr, names, [("rss_work_mib", "after work"),
-                                                  ("rss_at30_mib", "+30 s")])
+        lines += [""] + ratio_table(mr, names, [("rss_work_mib", "after the work"),
+                                                  ("rss_end_mib", "end of quiet")])
         p = "plots/%s.png" % mode
         if p in plots:
             lines += ["", "![RSS over time, --after %s](%s)" % (mode, p)]
@@ -397,7 +397,7 @@ def main(argv):
                 "notes": dict(kv.split(":", 1) for kv in saved["notes"].split("\x1f") if kv),
                 "skipped": {}}
         for k in ("date", "machine", "command", "head", "conf", "conf_name", "ours_desc",
-                  "reps", "elapsed"):
+                  "reps", "elapsed", "host"):
             meta[k] = saved.get(k, "")
         print(report(out, read_raw(os.path.join(out, "raw.csv")), meta))
         return 0
@@ -452,7 +452,7 @@ def main(argv):
             "command": "python3 bench/idle_rss.py " + " ".join(argv), "head": head,
             "conf": args.ours_conf or "", "conf_name": args.ours_conf_name if args.ours_conf
             else "", "ours_desc": "%s at %s" % (reg["ours"].preload, head or "?"),
-            "reps": args.reps}
+            "reps": args.reps, "host": "\x1f".join(host_lines())}  # the load at the start
 
     jobs = []  # (rep, mode, pattern)
     for rep in range(args.reps):
@@ -478,7 +478,7 @@ def main(argv):
     meta["elapsed"] = "%.1f min for %d runs" % ((time.monotonic() - t0) / 60, total)
     with open(os.path.join(out, "meta.txt"), "w") as f:
         for k in ("date", "machine", "command", "head", "conf", "conf_name", "ours_desc",
-                  "reps", "elapsed"):
+                  "reps", "elapsed", "host"):
             f.write("%s=%s\n" % (k, meta[k]))
         f.write("allocators=%s\n" % ",".join(meta["allocators"]))
         f.write("notes=%s\n" % "\x1f".join("%s:%s" % kv for kv in meta["notes"].items()))
