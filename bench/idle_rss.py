@@ -258,6 +258,19 @@ def read_series(path):
     return pts
 
 
+def phase_spans(pts):
+    """(start, end) seconds of each burst in one series: from its first sample in a burst
+    phase to its first sample in the quiet stretch after it."""
+    spans, start = [], None
+    for t, _, phase in pts:
+        if phase.startswith("burst") and start is None:
+            start = t
+        elif phase.startswith("quiet") and start is not None:
+            spans.append((start, t))
+            start = None
+    return spans
+
+
 def plot(out, term, rows, meta, kind, mode, png, title):
     """One line per allocator (its first successful run), ours drawn last."""
     names = meta["allocators"]
@@ -274,9 +287,12 @@ def plot(out, term, rows, meta, kind, mode, png, title):
     gp = os.path.join(pdir, base + ".gp")
     ymax = 0
     plots = []
+    shades = []
     for n in drawing_order([n for n in names if n in runs]):
         r = runs[n]
         pts = read_series(os.path.join(out, r["series"]))
+        if n == "ours":
+            shades = phase_spans(pts)
         dat = os.path.join(pdir, "%s__%s.dat" % (base, n))
         with open(dat, "w") as f:
             for t, v, _ in pts:
@@ -295,6 +311,12 @@ def plot(out, term, rows, meta, kind, mode, png, title):
         f.write("set ylabel 'resident memory, RSS (MiB)'\n")
         f.write("set yrange [0:%d]\nset xrange [0:*]\n" % (int(ymax * 1.08 / 100 + 1) * 100))
         f.write("set grid\nset key outside below horizontal maxcols 2\n")
+        # Ours' bursts shaded: where its quiet stretches start (the others' are close by).
+        for i, (t0, t1) in enumerate(shades):
+            f.write("set object %d rect from %.3f, graph 0 to %.3f, graph 1 behind "
+                    "fc rgb '#e4e4e4' fs solid 1.0 noborder\n" % (i + 1, t0, t1))
+            f.write("set label %d 'burst (ours)' at %.3f, graph 0.97 left font ',10'\n"
+                    % (i + 1, t1 + 0.3))
         f.write("plot " + ", \\\n  ".join(plots) + "\n")
     # gnuplot runs in the plot folder so the script names its files relatively.
     r = subprocess.run(["gnuplot", os.path.basename(gp)], cwd=pdir, stdout=subprocess.PIPE,
