@@ -136,6 +136,11 @@ def allocator_registry(args):
         "jemalloc-prof": Allocator("jemalloc-prof", find_system_lib("libjemalloc.so.2"),
                                    {"MALLOC_CONF": "prof:true"},
                                    note="Debian's jemalloc 5.3.0, prof:true"),
+        # Not in the default set: 5.3.0 with its purging threads, the reference for memory
+        # return when a process goes quiet (bench/idle_rss.py, issue 28).
+        "jemalloc-bg": Allocator("jemalloc-bg", find_system_lib("libjemalloc.so.2"),
+                                 {"MALLOC_CONF": "background_thread:true"},
+                                 note="Debian's jemalloc 5.3.0, background_thread:true"),
         # Not in the default set: glibc without heap-top trimming, to show that
         # glibc's faults in the rallocx pattern come from trimming.
         "glibc-notrim": Allocator("glibc-notrim", None,
