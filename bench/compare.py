@@ -4,9 +4,8 @@
 Every program in bench/ is linked against libc only, so the same binary runs
 under any allocator through LD_PRELOAD.  This driver runs the selected
 workloads under each allocator -- ours (the libjemalloc.so.2 of a build
-tree), ours with 5.3.0's extent placement (MALLOC_CONF=bounded_coalesce:false,
-reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,borrow_dirty:false,
-decay_hold_peak:false,idle_arena_decay:false,extent_cache_bytes:0,tcache_grow_bytes:0),
+tree), ours with 5.3.0's extent placement and memory return
+(MALLOC_CONF=preset:jemalloc-5.3.0),
 Debian's jemalloc
 5.3.0, tcmalloc, mimalloc and glibc -- interleaved (round-robin over the
 allocators inside every repetition, rotating the order between repetitions,
@@ -64,12 +63,11 @@ sys.dont_write_bytecode = True
 from bench_report import make_plots, summarize, write_csv  # noqa: E402
 
 DEFAULT_ALLOCATORS = ["ours", "ours-unbounded", "jemalloc", "tcmalloc", "mimalloc", "glibc"]
-# 5.3.0's extent placement in our build: unbounded merging, no dirty reuse beyond
-# lg_extent_max_active_fit before growing, oldest-first fit, no purging on growth, no pages
-# shared between arenas, no small extent cache, thread-cache bins of fixed capacity.
-UNBOUNDED_CONF = ("bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,"
-                  "purge_on_grow:false,borrow_dirty:false,decay_hold_peak:false,"
-                  "idle_arena_decay:false,extent_cache_bytes:0,tcache_grow_bytes:0")
+# 5.3.0's extent placement and memory return in our build (doc/compat.md#placement-530):
+# unbounded merging, no dirty reuse beyond lg_extent_max_active_fit before growing,
+# oldest-first fit, no pages shared between arenas, no small extent cache, thread-cache bins of
+# fixed capacity, purging by age alone, no idle return.
+UNBOUNDED_CONF = "preset:jemalloc-5.3.0"
 
 # Library search: the multiarch directory of this machine first.
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",

@@ -85,7 +85,8 @@ constexpr CoreConfig core_config(const Options& o) {
   a.policy = ReturnPolicy{.hold_peak = o.decay_hold_peak,
                           .oversize_hold = o.oversize_hold,
                           .idle_arena_decay = o.idle_arena_decay,
-                          .purge_on_grow = o.purge_on_grow};
+                          .purge_on_grow = o.purge_on_grow,
+                          .idle_return = o.idle_return};
   a.retain = o.retain;
   a.lg_extent_max_active_fit = o.lg_extent_max_active_fit;
   a.metadata_thp = core_enum(kMetadataThpOf, o.metadata_thp_mode);

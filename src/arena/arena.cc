@@ -476,6 +476,7 @@ void Arena::decay_tick() {
   t.tick = static_cast<int32_t>(1 + prng_range_u64(&t.prng, 2 * kDecayTicksMean - 1));
   decay(false, false);
   arenas_decay_sweep(this);
+  idle_return_maybe_start(/*exiting_thread=*/false);
 }
 
 // ---- lifecycle ---------------------------------------------------------------------------

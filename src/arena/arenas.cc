@@ -190,13 +190,24 @@ void arena_unbind(Arena* a) { a->thread_unbound(); }
 void arena_hold(Arena* a) { a->hold(); }
 void arena_unhold(Arena* a) { a->unhold(); }
 
+unsigned arenas_threads_bound() {
+  unsigned n = 0;
+  const unsigned last = g_huge_enabled ? g_huge_ind : g_narenas_auto - 1;
+  for (unsigned i = 0; i <= last; i++) {
+    if (const Arena* a = g_arenas[i].load(std::memory_order_acquire)) n += a->nthreads();
+  }
+  return n;
+}
+
 void arena_decay_after_cache_teardown(Arena* cache_arena) {
   if (Arena* a0 = arena_get(0, false)) a0->decay(/*is_background_thread=*/false, /*all=*/false);
   if (cache_arena == nullptr) return;
   // Read after the caller's unbind: when two threads of one arena exit together, at least the
   // later one sees zero. A thread binding meanwhile only costs it an early purge. With
-  // background threads on they own purging, and 5.3.0 leaves the arena to them.
-  const bool deserted = cache_arena->nthreads() == 0 && !background_thread_enabled();
+  // background threads on they own purging, and 5.3.0 leaves the arena to them; with the idle
+  // return's thread running (ours), the memory goes back by time, as any other.
+  const bool deserted =
+      cache_arena->nthreads() == 0 && !background_thread_enabled() && !idle_return_running();
   cache_arena->decay(/*is_background_thread=*/false, /*all=*/deserted);
 }
 

@@ -40,6 +40,9 @@ inline constexpr unsigned kMaxArenas = 4095;
 bool arenas_boot(const ArenaOptions& opts);
 
 unsigned arenas_narenas_auto();
+/// Application threads bound to the automatic arenas now (the sum of their nthreads; a racy
+/// snapshot). The idle return starts only once it reaches two.
+unsigned arenas_threads_bound();
 /// arenas.narenas: one past the highest index ever handed out (auto + huge slot + manual).
 unsigned arenas_narenas_total();
 /// The arena at `ind`, or nullptr. Automatic arenas are created on demand if `create`.

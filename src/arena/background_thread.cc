@@ -14,16 +14,20 @@
 #include "arena/arenas.h"
 #include "meta/base.h"
 #include "support/nstime.h"
+#include "support/reentrancy.h"
 
 namespace je {
 
 namespace detail {
 constinit std::atomic<bool> g_background_thread_enabled{false};
+constinit std::atomic<uint8_t> g_idle_return{0};
 }  // namespace detail
 
 namespace {
 
 using detail::g_background_thread_enabled;
+using detail::g_idle_return;
+namespace IdleReturn = detail::IdleReturn;
 
 // Published wake-up time of a slot: the thread is running (or about to), it sleeps without a
 // deadline, or the monotonic time it will wake at.
@@ -61,6 +65,11 @@ constinit std::atomic<unsigned> g_max{0};
 constinit std::atomic<uint8_t> g_paused[kMaxArenas] = {};
 constinit std::atomic<size_t> g_dirty_mark[kMaxArenas] = {};
 
+// The idle return's thread (opt.idle_return): one more slot, serving every arena, outside the
+// background threads' statistics and switch.
+constinit Slot g_ret;
+constinit std::atomic<UncountedCall> g_uncounted{nullptr};
+
 Slot* slots() { return g_slots.load(std::memory_order_acquire); }
 
 Slot* slot_of(unsigned arena_ind) {
@@ -85,24 +94,26 @@ void wake(Slot& s) {
   pthread_mutex_unlock(&s.sleep_mtx);
 }
 
-// One run of thread k over its arenas; returns how long to sleep. `do_work` is false right
-// after an indefinite sleep: whatever woke the thread (new dirty pages) is not due yet, only
-// the schedule needs computing. *handled is set when the thread owns at least one arena.
-uint64_t run_once(unsigned k, bool do_work, bool* handled) {
-  const unsigned max = g_max.load(std::memory_order_relaxed);  // stable while we run
+// One run over the arenas first, first + stride, ...; returns how long to sleep: until
+// `threshold` pages (all, if fewer) are purgeable somewhere. `do_work` is false right after an
+// indefinite sleep: whatever woke the thread (new dirty pages) is not due yet, only the schedule
+// needs computing. *handled is set when the thread owns at least one arena. `mark`: keep the
+// dirty marks the epoch hook compares with (background threads).
+uint64_t run_once(unsigned first, unsigned stride, size_t threshold, bool mark, bool do_work,
+                  bool* handled) {
   const unsigned n = arenas_narenas_total();
   uint64_t until = kIndefinite;
-  for (unsigned i = k; i < n && i < kMaxArenas; i += max) {
+  for (unsigned i = first; i < n && i < kMaxArenas; i += stride) {
     if (g_paused[i].load(std::memory_order_acquire) != 0) continue;
     Arena* a = arena_get(i, /*create=*/false);
     if (a == nullptr) continue;
     *handled = true;
     if (do_work) a->decay(/*is_background_thread=*/true, /*all=*/false);
-    g_dirty_mark[i].store(a->ndirty(), std::memory_order_relaxed);
+    if (mark) g_dirty_mark[i].store(a->ndirty(), std::memory_order_relaxed);
     if (until <= kBackgroundThreadMinIntervalNs) continue;  // the minimum applies anyway
     const uint64_t now = nstime_now_ns();
     for (ExtentState which : {ExtentState::kDirty, ExtentState::kMuzzy}) {
-      uint64_t ns = a->decay_ns_until_purge(which, now, kBackgroundThreadPurgeNpagesThreshold);
+      uint64_t ns = a->decay_ns_until_purge(which, now, threshold);
       if (ns < until) until = ns;
     }
   }
@@ -165,11 +176,58 @@ void* thread_main(void* arg) {
   s.mtx.lock();
   while (s.state == State::kRunning) {
     bool handled = false;
-    uint64_t interval = run_once(k, !compute_only, &handled);
+    const unsigned max = g_max.load(std::memory_order_relaxed);  // stable while we run
+    uint64_t interval = run_once(k, max, kBackgroundThreadPurgeNpagesThreshold, /*mark=*/true,
+                                 !compute_only, &handled);
     compute_only = sleep_after_run(s, interval, handled);
   }
   s.mtx.unlock();
   return nullptr;
+}
+
+// The idle return's thread: every arena, on the decay schedule, down to the floor; idle (an
+// indefinite sleep) while background threads are on, which then do this work. It lives as long
+// as the process (a fork child starts without it).
+void* returner_main(void*) {
+  pthread_setname_np(pthread_self(), "jemalloc_return");
+  bool compute_only = false;
+  g_ret.mtx.lock();
+  for (;;) {
+    bool handled = false;
+    uint64_t interval = kIndefinite;
+    if (!background_thread_enabled()) {
+      interval = run_once(0, 1, kIdleReturnFloorPages, /*mark=*/false, !compute_only, &handled);
+    }
+    compute_only = sleep_after_run(g_ret, interval, /*counted=*/false);
+  }
+  return nullptr;
+}
+
+// Creates a thread with every signal blocked (application handlers must not run on it).
+int create_masked(pthread_t* t, void* (*fn)(void*), void* arg) {
+  sigset_t all;
+  sigset_t old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int err = pthread_create(t, nullptr, fn, arg);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return err;
+}
+
+// Sleeping `s` without a deadline learns that pages were added (see the sleep's pairing).
+void poke(Slot& s) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  uint64_t w = s.wakeup_ns.load(std::memory_order_seq_cst);
+  if (w == kAwake) {
+    // Running: it may have passed this arena already. Leave a note for its next sleep.
+    s.recheck.store(true, std::memory_order_seq_cst);
+    w = s.wakeup_ns.load(std::memory_order_seq_cst);
+  }
+  // A finite deadline: the thread looks at this arena by then anyway.
+  if (w != kIndefinite) return;
+  // One waker is enough; the others see kAwake.
+  if (!s.wakeup_ns.compare_exchange_strong(w, kAwake, std::memory_order_seq_cst)) return;
+  wake(s);
 }
 
 // The switch is held by the callers of everything below.
@@ -187,13 +245,7 @@ bool start_slot(unsigned k) {
   pthread_mutex_lock(&s.sleep_mtx);
   s.wake_pending = false;
   pthread_mutex_unlock(&s.sleep_mtx);
-  // The thread starts with every signal blocked: application handlers must not run on it.
-  sigset_t all;
-  sigset_t old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int err = pthread_create(&s.thread, nullptr, &thread_main, reinterpret_cast<void*>(uintptr_t{k}));
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  int err = create_masked(&s.thread, &thread_main, reinterpret_cast<void*>(uintptr_t{k}));
   if (err != 0) {
     MutexGuard g(s.mtx);
     s.state = State::kStopped;
@@ -228,6 +280,8 @@ void disable_locked() {
     g_background_thread_enabled.store(false, std::memory_order_relaxed);
   }
   for (unsigned k = 0; k < g_nslots; k++) stop_slot(k);
+  // The idle return's thread sat idle while they ran: its turn again.
+  if (g_idle_return.load(std::memory_order_acquire) == IdleReturn::kRunning) wake(g_ret);
 }
 
 bool enable_locked() {
@@ -285,8 +339,46 @@ bool background_thread_boot() {
   }
   g_nslots = n;
   g_max.store(n, std::memory_order_relaxed);
+  init_cond(&g_ret.cond);
   g_slots.store(s, std::memory_order_release);
+  if (!g_arena_opt.policy.idle_return)
+    g_idle_return.store(IdleReturn::kOff, std::memory_order_relaxed);
   return true;
+}
+
+void idle_return_set_uncounted_call(UncountedCall call) {
+  g_uncounted.store(call, std::memory_order_release);
+}
+
+void detail::idle_return_start_slow(bool exiting_thread) {
+  // A single-threaded program never gets a thread (it may unshare(CLONE_NEWUSER), which a
+  // multi-threaded process may not): only a second application thread -- bound to an arena,
+  // or exiting now -- shows that the process has threads of its own.
+  if (!exiting_thread && arenas_threads_bound() < 2) return;
+  if (slots() == nullptr || background_thread_enabled()) return;
+  // Never wait: the switch's holder may be creating threads, which allocate (maybe this call).
+  if (pthread_mutex_trylock(&g_switch) != 0) return;
+  if (g_idle_return.load(std::memory_order_relaxed) == IdleReturn::kNotStarted &&
+      !background_thread_enabled()) {
+    g_ret.state = State::kRunning;
+    g_ret.wakeup_ns.store(kAwake, std::memory_order_relaxed);
+    // Creating a thread allocates (its TLS): those calls must not use this thread's cache,
+    // which may be in the middle of a flush, as user extent hooks' calls do not.
+    ReentrancyGuard reentrant;
+    int err = 0;
+    auto create = [](void* e) {
+      *static_cast<int*>(e) = create_masked(&g_ret.thread, &returner_main, nullptr);
+    };
+    if (UncountedCall call = g_uncounted.load(std::memory_order_acquire)) {
+      call(create, &err);
+    } else {
+      create(&err);
+    }
+    // A refusal (pids limit, seccomp) leaves the process as without the option, for good.
+    g_idle_return.store(err == 0 ? IdleReturn::kRunning : IdleReturn::kFailed,
+                        std::memory_order_release);
+  }
+  pthread_mutex_unlock(&g_switch);
 }
 
 bool background_thread_set_enabled(bool on) {
@@ -381,6 +473,8 @@ void background_thread_pause_arena(unsigned ind) {
     s[k].mtx.lock();
     s[k].mtx.unlock();
   }
+  g_ret.mtx.lock();
+  g_ret.mtx.unlock();
 }
 
 void background_thread_resume_arena(unsigned ind) {
@@ -392,7 +486,10 @@ void background_thread_resume_arena(unsigned ind) {
 }
 
 void background_thread_wake_arena(unsigned ind) {
-  if (!background_thread_enabled()) return;
+  if (!background_thread_enabled()) {
+    if (g_idle_return.load(std::memory_order_acquire) == IdleReturn::kRunning) wake(g_ret);
+    return;
+  }
   if (Slot* s = slot_of(ind)) wake(*s);
 }
 
@@ -400,20 +497,11 @@ void detail::background_thread_dirty_added_slow(Arena* a) {
   // Immediate (0) and disabled (-1) decay never schedule anything -- unless the immediate
   // frees are held (opt.oversize_hold): the hold's pages go when its peak ages out.
   if (a->decay_ms(ExtentState::kDirty) <= 0 && !a->immediate_hold()) return;
-  Slot* s = slot_of(a->ind());
-  if (s == nullptr) return;
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  uint64_t w = s->wakeup_ns.load(std::memory_order_seq_cst);
-  if (w == kAwake) {
-    // Running: it may have passed this arena already. Leave a note for its next sleep.
-    s->recheck.store(true, std::memory_order_seq_cst);
-    w = s->wakeup_ns.load(std::memory_order_seq_cst);
+  if (!background_thread_enabled()) {
+    if (g_idle_return.load(std::memory_order_acquire) == IdleReturn::kRunning) poke(g_ret);
+    return;
   }
-  // A finite deadline: the thread looks at this arena by then anyway.
-  if (w != kIndefinite) return;
-  // One waker is enough; the others see kAwake.
-  if (!s->wakeup_ns.compare_exchange_strong(w, kAwake, std::memory_order_seq_cst)) return;
-  wake(*s);
+  if (Slot* s = slot_of(a->ind())) poke(*s);
 }
 
 void detail::background_thread_epoch_advanced_slow(Arena* a) {
@@ -440,11 +528,13 @@ void background_thread_prefork1() {
   Slot* s = slots();
   if (s == nullptr) return;
   for (unsigned k = 0; k < g_nslots; k++) s[k].mtx.prefork();
+  g_ret.mtx.prefork();
 }
 
 void background_thread_postfork_parent() {
   Slot* s = slots();
   if (s != nullptr) {
+    g_ret.mtx.postfork_parent();
     for (unsigned k = 0; k < g_nslots; k++) s[k].mtx.postfork_parent();
   }
   g_mtx.postfork_parent();
@@ -452,13 +542,13 @@ void background_thread_postfork_parent() {
 }
 
 void background_thread_postfork_child() {
-  // The threads do not exist in the child; their slots are simply declared stopped.
+  // The threads do not exist in the child; their slots are simply declared stopped. The idle
+  // return's may start again once the child has threads of its own.
   g_background_thread_enabled.store(false, std::memory_order_relaxed);
   Slot* s = slots();
   if (s != nullptr) {
     const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-    for (unsigned k = 0; k < g_nslots; k++) {
-      Slot& sl = s[k];
+    auto reset = [&](Slot& sl) {
       sl.mtx.postfork_child();
       sl.state = State::kStopped;
       sl.nruns = 0;
@@ -469,6 +559,11 @@ void background_thread_postfork_child() {
       std::memcpy(&sl.sleep_mtx, &fresh, sizeof(fresh));
       init_cond(&sl.cond);
       sl.wake_pending = false;
+    };
+    for (unsigned k = 0; k < g_nslots; k++) reset(s[k]);
+    reset(g_ret);
+    if (g_idle_return.load(std::memory_order_relaxed) != IdleReturn::kOff) {
+      g_idle_return.store(IdleReturn::kNotStarted, std::memory_order_relaxed);
     }
   }
   g_mtx.postfork_child();

@@ -69,6 +69,10 @@ inline constexpr uint64_t kBackgroundThreadMinIntervalNs = 100'000'000;
 /// wake a sleeping thread once more new dirty pages than this appeared since its last run
 /// (jemalloc's ARENA_DEFERRED_PURGE_NPAGES_THRESHOLD).
 inline constexpr size_t kBackgroundThreadPurgeNpagesThreshold = 1024;
+/// The idle return's (opt.idle_return) threshold: it wakes once this many pages (all of them,
+/// if fewer) are purgeable, so at most this many per arena wait for a later wake-up -- the
+/// floor of doc/design/memory-return.md.
+inline constexpr size_t kIdleReturnFloorPages = 64;
 
 /// stats.background_thread.* and the two global mutex entries, as of one read.
 struct BackgroundThreadStats {
@@ -81,8 +85,18 @@ struct BackgroundThreadStats {
 
 namespace detail {
 extern constinit std::atomic<bool> g_background_thread_enabled;
+/// The idle return's thread: not started yet, running, could not be created, or the option is
+/// off (set at boot).
+namespace IdleReturn {
+inline constexpr uint8_t kNotStarted = 0;
+inline constexpr uint8_t kRunning = 1;
+inline constexpr uint8_t kFailed = 2;
+inline constexpr uint8_t kOff = 3;
+}  // namespace IdleReturn
+extern constinit std::atomic<uint8_t> g_idle_return;
 void background_thread_dirty_added_slow(Arena* a);
 void background_thread_epoch_advanced_slow(Arena* a);
+void idle_return_start_slow(bool exiting_thread);
 }  // namespace detail
 
 /// Once, at library init, after arenas_boot (idempotent; the ctl layer calls it too).
@@ -126,7 +140,38 @@ void background_thread_wake_arena(unsigned ind);
 
 /// Tick-side hook: `a` just recorded pages into its dirty ecache.
 JE_ALWAYS_INLINE void background_thread_dirty_added(Arena* a) {
-  if (JE_UNLIKELY(background_thread_enabled())) detail::background_thread_dirty_added_slow(a);
+  if (JE_UNLIKELY(background_thread_enabled() ||
+                  detail::g_idle_return.load(std::memory_order_relaxed) ==
+                      detail::IdleReturn::kRunning)) {
+    detail::background_thread_dirty_added_slow(a);
+  }
+}
+
+/// Ours, opt.idle_return: one thread of ours that runs decay steps on every arena -- as one
+/// background thread would, on the decay schedule, down to kIdleReturnFloorPages -- so that
+/// what a process keeps goes back by time when its own threads stop calling the allocator
+/// (doc/design/memory-return.md). Application threads keep their own decay ticks. Started
+/// lazily, from a decay tick (no allocator lock held) once two application threads are bound
+/// to arenas, or from a thread's exit; never in a single-threaded program; with every signal
+/// blocked; not while background threads are on (it then sleeps, and resumes when they stop).
+/// If it cannot be created the process works as without it. It is not a background thread:
+/// `background_thread` and stats.background_thread.* do not see it.
+JE_ALWAYS_INLINE void idle_return_maybe_start(bool exiting_thread) {
+  if (JE_UNLIKELY(detail::g_idle_return.load(std::memory_order_relaxed) ==
+                  detail::IdleReturn::kNotStarted)) {
+    detail::idle_return_start_slow(exiting_thread);
+  }
+}
+/// Runs fn(arg) -- the idle return's thread creation, whose TLS is allocated through this
+/// library on the calling thread -- so that the caller's counters (thread.allocated /
+/// deallocated) do not count it, as they count nothing the library does for itself. Installed
+/// by the thread layer, which owns the counters (core_boot); unset, fn runs as is.
+using UncountedCall = void (*)(void (*fn)(void*), void* arg);
+void idle_return_set_uncounted_call(UncountedCall call);
+/// Whether the idle return's thread runs (the process then leaves exiting threads' memory to
+/// it instead of purging at their exit).
+JE_ALWAYS_INLINE bool idle_return_running() {
+  return detail::g_idle_return.load(std::memory_order_acquire) == detail::IdleReturn::kRunning;
 }
 /// Tick-side hook: an application thread advanced `a`'s dirty decay epoch (without purging).
 JE_ALWAYS_INLINE void background_thread_epoch_advanced(Arena* a) {

@@ -472,6 +472,7 @@ bool handle_preset(const Pair& p) {
     g_opt.oversize_hold = x.policy.oversize_hold;
     g_opt.idle_arena_decay = x.policy.idle_arena_decay;
     g_opt.purge_on_grow = x.policy.purge_on_grow;
+    g_opt.idle_return = x.policy.idle_return;
     g_opt.tcache_grow_bytes = x.tcache_grow_bytes;
     return true;
   }

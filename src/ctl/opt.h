@@ -452,8 +452,9 @@ struct OptStorage<OptKind::kNotBuilt> {
     "Guard every n-th large extent with guard pages (0 = never).")                                 \
   X(preset, Alias, {}, (opt_choice(kPresetNames)), kOptParse, "ours: supported (sets the keys named)", \
     "Sets bounded_coalesce, reuse_before_grow, extent_best_fit, purge_on_grow, borrow_dirty, "     \
-    "decay_hold_peak, oversize_hold, idle_arena_decay, extent_cache_bytes and tcache_grow_bytes "  \
-    "at once: ours (their defaults) or jemalloc-5.3.0 (5.3.0's behaviour); later keys win.")       \
+    "decay_hold_peak, oversize_hold, idle_arena_decay, idle_return, extent_cache_bytes and "       \
+    "tcache_grow_bytes at once: ours (their defaults) or jemalloc-5.3.0 (5.3.0's behaviour); "      \
+    "later keys win.")                                                                             \
   X(bounded_coalesce, Bool, true, (opt_any()), kOptBoth, "ours: supported",                        \
     "Bound eager coalescing of large extents freed into the dirty cache at size << "               \
     "lg_extent_max_active_fit; false reproduces jemalloc 5.3.0's unbounded merging.")              \
@@ -489,6 +490,10 @@ struct OptStorage<OptKind::kNotBuilt> {
     kOptBoth, "ours: supported",                                                                   \
     "Per thread, how far thread-cache bins may grow beyond their capacity when bursts overflow "   \
     "them (bytes of capacity); 0: fixed capacities, as jemalloc 5.3.0.")                           \
+  X(idle_return, Bool, true, (opt_any()), kOptBoth, "ours: supported",                             \
+    "One thread of ours, started when the process has two threads, runs decay while the "          \
+    "application's threads do not, so memory goes back within two dirty_decay_ms of the last "     \
+    "free; not with background_thread. false: only allocating threads decay, as jemalloc 5.3.0.")  \
   X(safety_checks, Bool, false, (opt_any()), kOptBoth, "ours: supported",                          \
     "Detect application misuse (double, sized-size-mismatched, invalid or interior frees; with "   \
     "junk, writes after free) and abort with a message; always on with --enable-debug.")           \

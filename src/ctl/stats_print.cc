@@ -184,6 +184,7 @@ constexpr OptLine kOptLines[] = {
     {"safety_checks", OptType::kBool, nullptr},
     {"extent_cache_bytes", OptType::kSize, nullptr},
     {"tcache_grow_bytes", OptType::kSize, nullptr},
+    {"idle_return", OptType::kBool, nullptr},
 };
 
 /// A 16.16 fixed-point option as 5.3.0 prints it: "-1" for the all-ones "unlimited" value,

@@ -45,6 +45,9 @@ struct ReturnPolicy {
   bool idle_arena_decay = true;
   /// opt.purge_on_grow: growth purges as many idle dirty pages as it took.
   bool purge_on_grow = false;
+  /// opt.idle_return: one thread of ours runs decay steps while the application's threads do
+  /// not (arena/background_thread.h), so a quiet process returns what it keeps by time.
+  bool idle_return = true;
 
   /// Our defaults.
   static constexpr ReturnPolicy ours() { return ReturnPolicy{}; }
@@ -53,7 +56,8 @@ struct ReturnPolicy {
     return ReturnPolicy{.hold_peak = false,
                         .oversize_hold = false,
                         .idle_arena_decay = false,
-                        .purge_on_grow = false};
+                        .purge_on_grow = false,
+                        .idle_return = false};
   }
   bool operator==(const ReturnPolicy&) const = default;
 };

@@ -10,6 +10,7 @@
 #include "os/sysinfo.h"
 #include "support/mutex.h"
 #include "thread/tcache.h"
+#include "thread/tsd.h"
 
 namespace je {
 
@@ -39,6 +40,7 @@ bool core_boot(const CoreConfig& cfg) {
   g_thread_opt = cfg.thread;  // before its readers, tcache_boot and tsd_boot
   tcache_boot();
   if (!tsd_boot(cfg.stats_interval_hook)) return false;
+  idle_return_set_uncounted_call(&tsd_call_uncounted);
   g_core_booted = true;
   return true;
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "arena/arenas.h"
+#include "arena/background_thread.h"
 #include "support/config.h"
 #include "support/reentrancy.h"
 #include "thread/thread_options.h"
@@ -49,6 +50,10 @@ void thread_cleanup(void* arg) {
   if (arena != nullptr) {
     arena_hold(arena);
     arena_unbind(arena);
+    // Ours (opt.idle_return): a thread that exits was one of at least two, so the idle
+    // return's thread may start now; the memory this thread leaves then goes back by time
+    // (doc/design/memory-return.md) rather than in the teardown's decay pass below.
+    idle_return_maybe_start(/*exiting_thread=*/true);
   }
   tcache_destroy(&tsd.tcache);
   if (arena != nullptr) arena_unhold(arena);
@@ -119,6 +124,15 @@ void tsd_recompute_fast(Tsd& tsd) {
   bool fast = tsd.state == TsdState::kNominal && !g_always_slow;
   tsd.allocated_next_event_fast = fast ? tsd.allocated_next_event : 0;
   tsd.deallocated_next_event_fast = fast ? tsd.deallocated_next_event : 0;
+}
+
+void tsd_call_uncounted(void (*fn)(void*), void* arg) {
+  Tsd& t = t_tsd;
+  const uint64_t allocated = t.allocated;
+  const uint64_t deallocated = t.deallocated;
+  fn(arg);
+  t.allocated = allocated;
+  t.deallocated = deallocated;
 }
 
 Tsd& tsd_fetch() {

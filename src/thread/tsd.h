@@ -69,6 +69,9 @@ using StatsIntervalHook = void (*)();
 bool tsd_boot(StatsIntervalHook stats_hook);
 /// The calling thread's state, set up on first use (the library must be initialized).
 Tsd& tsd_fetch();
+/// Runs fn(arg) without the calling thread's allocation counters seeing what it allocates and
+/// frees (allocations the library makes for itself through the public entry points).
+void tsd_call_uncounted(void (*fn)(void*), void* arg);
 /// The cache to use now, or nullptr (disabled, exiting thread, or inside a user hook).
 Tcache* tsd_tcache(Tsd& tsd);
 /// The thread's arena for automatic allocations (bound on first use).

@@ -295,7 +295,8 @@ inline const char* preset_value(const char* preset, size_t plen, const char* key
                {"extent_best_fit", "true", "false"},    {"purge_on_grow", "false", "false"},
                {"borrow_dirty", "true", "false"},       {"decay_hold_peak", "true", "false"},
                {"oversize_hold", "true", "false"},      {"idle_arena_decay", "true", "false"},
-               {"extent_cache_bytes", "8388608", "0"}, {"tcache_grow_bytes", "8388608", "0"}};
+               {"extent_cache_bytes", "8388608", "0"}, {"tcache_grow_bytes", "8388608", "0"},
+               {"idle_return", "true", "false"}};
   const bool ours = plen == 4 && std::strncmp(preset, "ours", 4) == 0;
   const bool jemalloc = plen == 14 && std::strncmp(preset, "jemalloc-5.3.0", 14) == 0;
   if (!ours && !jemalloc) return nullptr;

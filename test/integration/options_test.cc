@@ -1139,12 +1139,17 @@ TEST_COMPAT(idle_arena_decay_reaches_idle_arenas, "idle-arena-decay") {
   Child c;
   // borrow_dirty off: otherwise the busy thread's requests would be served from (and tick) the
   // quiet arena itself.
-  if (!child(&c, "idle_sweep", "narenas:2,dirty_decay_ms:500,borrow_dirty:false")) return;
+  // idle_return off: the sweep alone (that thread would purge the quiet arena too).
+  if (!child(&c, "idle_sweep",
+             "narenas:2,dirty_decay_ms:500,borrow_dirty:false,idle_return:false")) {
+    return;
+  }
   long long before = value(c, "pdirty_before");
   EXPECT_GT(before, 9000);  // ~39 MiB freed
   EXPECT_CHILD(c, "pdirty_after", kLt, before / 10);
   if (!child(&c, "idle_sweep",
-             "narenas:2,dirty_decay_ms:500,borrow_dirty:false,idle_arena_decay:false")) {
+             "narenas:2,dirty_decay_ms:500,borrow_dirty:false,idle_arena_decay:false,"
+             "idle_return:false")) {
     return;
   }
   EXPECT_CHILD(c, "pdirty_after", kEq, value(c, "pdirty_before"));

@@ -42,6 +42,11 @@
 
 #include "differential.h"
 
+// Read by this library only (doc/compat.md#conf-2-conf-harder): the stream compares 5.3.0's
+// teardown purge, which ours keeps with idle_return:false; by default an exiting thread's memory
+// goes back by time instead (doc/compat.md#idle-return, test/stress/idle_return_test).
+const char* malloc_conf_2_conf_harder = "idle_return:false";
+
 namespace {
 
 using jt::diff::finish;

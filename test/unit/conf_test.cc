@@ -167,6 +167,7 @@ constexpr Valid kValid[] = {
     {"safety_checks", "true", "safety_checks", "true"},
     {"extent_cache_bytes", "0", "extent_cache_bytes", "0"},
     {"tcache_grow_bytes", "0", "tcache_grow_bytes", "0"},
+    {"idle_return", "false", "idle_return", "false"},
     {"preset", "jemalloc-5.3.0", "extent_cache_bytes", "0"},
     {"prof", "true", "prof", "true"},
     {"prof_prefix", "dumps/x", "prof_prefix", "dumps/x"},
@@ -589,12 +590,13 @@ TEST_F(ConfTest, PresetSetsEveryOptionOfOursAtOnce) {
   EXPECT_EQ(g_opt.oversize_hold, rp.oversize_hold);
   EXPECT_EQ(g_opt.idle_arena_decay, rp.idle_arena_decay);
   EXPECT_EQ(g_opt.purge_on_grow, rp.purge_on_grow);
+  EXPECT_EQ(g_opt.idle_return, rp.idle_return);
   EXPECT_EQ(g_opt.tcache_grow_bytes, 0u);
   // The nine keys the differential tests used before the preset, and oversize_hold, say the same.
   const je::Options by_preset = g_opt;
   parse("bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,"
         "borrow_dirty:false,decay_hold_peak:false,idle_arena_decay:false,extent_cache_bytes:0,"
-        "tcache_grow_bytes:0,oversize_hold:false");
+        "tcache_grow_bytes:0,oversize_hold:false,idle_return:false");
   EXPECT_EQ(by_preset.bounded_coalesce, g_opt.bounded_coalesce);
   EXPECT_EQ(by_preset.extent_best_fit, g_opt.extent_best_fit);
   EXPECT_EQ(by_preset.reuse_before_grow, g_opt.reuse_before_grow);
@@ -605,12 +607,14 @@ TEST_F(ConfTest, PresetSetsEveryOptionOfOursAtOnce) {
   EXPECT_EQ(by_preset.idle_arena_decay, g_opt.idle_arena_decay);
   EXPECT_EQ(by_preset.purge_on_grow, g_opt.purge_on_grow);
   EXPECT_EQ(by_preset.tcache_grow_bytes, g_opt.tcache_grow_bytes);
+  EXPECT_EQ(by_preset.idle_return, g_opt.idle_return);
   // Back to ours: the option table's defaults.
   EXPECT_EQ(parse("preset:jemalloc-5.3.0,preset:ours"), "");
   const je::Options defaults{};
   EXPECT_EQ(g_opt.bounded_coalesce, defaults.bounded_coalesce);
   EXPECT_EQ(g_opt.extent_cache_bytes, defaults.extent_cache_bytes);
   EXPECT_EQ(g_opt.tcache_grow_bytes, defaults.tcache_grow_bytes);
+  EXPECT_EQ(g_opt.idle_return, defaults.idle_return);
   EXPECT_EQ(g_opt.decay_hold_peak, defaults.decay_hold_peak);
   EXPECT_EQ(g_opt.oversize_hold, defaults.oversize_hold);
   EXPECT_EQ(g_opt.purge_on_grow, defaults.purge_on_grow);

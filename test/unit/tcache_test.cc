@@ -36,7 +36,13 @@ constexpr szind_t kLargeBin = sc::kNBins;  // the smallest large class (16 KiB)
 
 class TcacheTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { ASSERT_TRUE(core_boot(CoreConfig{})); }
+  static void SetUpTestSuite() {
+    // 5.3.0's teardown purge (DestroyReturnsEverythingAndZeroesTheCache): with opt.idle_return
+    // a deserted arena's memory goes back by time instead (test/stress/idle_return_test).
+    CoreConfig cfg;
+    cfg.arena.policy.idle_return = false;
+    ASSERT_TRUE(core_boot(cfg));
+  }
 
   void SetUp() override {
     if (!config::kStats) GTEST_SKIP() << "built with --disable-stats";
