@@ -428,28 +428,35 @@ void oversize_hold_case(bool idle) {
 void mode_oversize_hold(const char*) { oversize_hold_case(false); }
 void mode_oversize_hold_idle(const char*) { oversize_hold_case(true); }
 
-// Ours (tcache_grow_bytes): four bursts of 256 blocks of 16 KiB, each written and then freed;
-// how many of the last burst's allocations reached the arena, how many blocks the thread cache
-// holds after it, and after a thread.tcache.flush.
-void mode_tcache_grow(const char*) {
-  mode_noop(nullptr);
-  constexpr int kBlocks = 256;
-  constexpr size_t kSize = 16384;
-  static void* blocks[kBlocks];
-  const unsigned arena = thread_arena();
-  const size_t usize = nallocx(kSize, 0);
+// Four bursts of kBurstBlocks blocks of 16 KiB, each written and then freed (a thread-cache
+// bin that runs dry and overflows grows, tcache_grow_bytes); how many of the last burst's
+// allocations reached `arena`.
+constexpr int kBurstBlocks = 256;
+constexpr size_t kBurstSize = 16384;
+long long burst_16k_blocks(unsigned arena) {
+  static void* blocks[kBurstBlocks];
   long long arena_allocs = 0;
   for (int round = 0; round < 4; round++) {
     jt::refresh_stats();
     const long long n0 = (long long)arena_stat(arena, "lextents.0.nmalloc");
     for (auto& b : blocks) {
-      b = malloc(kSize);
-      touch(b, kSize);
+      b = malloc(kBurstSize);
+      touch(b, kBurstSize);
     }
     for (auto b : blocks) free(b);
     jt::refresh_stats();
     arena_allocs = (long long)arena_stat(arena, "lextents.0.nmalloc") - n0;
   }
+  return arena_allocs;
+}
+
+// Ours (tcache_grow_bytes): the bursts; how many of the last one's allocations reached the
+// arena, how many blocks the thread cache holds after it, and after a thread.tcache.flush.
+void mode_tcache_grow(const char*) {
+  mode_noop(nullptr);
+  const unsigned arena = thread_arena();
+  const size_t usize = nallocx(kBurstSize, 0);
+  const long long arena_allocs = burst_16k_blocks(arena);
   emit("arena_allocs_last_round", arena_allocs);
   emit("cached_blocks", (long long)(arena_stat(arena, "tcache_bytes") / usize));
   tcache_flush();
@@ -463,11 +470,9 @@ void mode_tcache_grow(const char*) {
 // no dirty page in its arena.
 void mode_purge_all(const char*) {
   mode_noop(nullptr);
-  constexpr int kBlocks = 256;
-  constexpr size_t kSize = 16384;
-  static void* blocks[kBlocks];
+  static void* blocks[16];
   const unsigned arena = thread_arena();
-  const size_t usize = nallocx(kSize, 0);
+  const size_t usize = nallocx(kBurstSize, 0);
   // The 1 MiB blocks first: their growth would give the grown bins back (tcache-grow).
   for (int i = 0; i < 16; i++) {
     blocks[i] = malloc(1 << 20);
@@ -476,13 +481,7 @@ void mode_purge_all(const char*) {
   for (int i = 0; i < 16; i++) free(blocks[i]);
   void* cached = malloc(48 << 10);
   touch(cached, 48 << 10);
-  for (int round = 0; round < 4; round++) {
-    for (auto& b : blocks) {
-      b = malloc(kSize);
-      touch(b, kSize);
-    }
-    for (auto b : blocks) free(b);
-  }
+  burst_16k_blocks(arena);
   free(cached);
   jt::refresh_stats();
   emit("cached_blocks", (long long)(arena_stat(arena, "tcache_bytes") / usize));
