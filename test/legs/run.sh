@@ -4,8 +4,9 @@
 #   asan     the library as one static object under ASan+UBSan, public names renamed fz_*
 #            (test/fuzz/build_lib.sh; test/legs/rename.h points the programs' calls at them),
 #            and this subset run against it: the stress programs xthread_test,
-#            thread_churn_test, realloc_chain_test, memalign_mix_test and slab_borrow_test
-#            (short form).
+#            thread_churn_test, realloc_chain_test, memalign_mix_test, slab_borrow_test and
+#            idle_return_test (short form; not under tsan, whose deadlock detector gives up
+#            on the 64-odd mutexes a fork's prepare handler holds).
 #   fuzz     both libFuzzer targets on the same ASan+UBSan object, FUZZ_SECONDS each
 #            (test/fuzz/run.sh: ops_fuzz stateless then stateful, conf_fuzz alongside).
 #   tsan     the library under ThreadSanitizer, same renaming; the threaded stress programs
@@ -91,7 +92,8 @@ leg_asan() {
   asan_lib || return 1
   # The object is the fuzz build's: its coverage hooks are inert outside libFuzzer.
   ASAN_OPTIONS=detect_leaks=0 run_progs address,undefined "$top_builddir/test/fuzz/je_asan.o" \
-    xthread_test thread_churn_test realloc_chain_test memalign_mix_test slab_borrow_test
+    xthread_test thread_churn_test realloc_chain_test memalign_mix_test slab_borrow_test \
+    idle_return_test
 }
 leg_fuzz() {
   asan_lib || return 1
