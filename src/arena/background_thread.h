@@ -12,10 +12,15 @@
 // pages has appeared since its last run, or when pages arrive while it sleeps without a
 // deadline (it then only computes the schedule, it does not purge at once).
 //
+// Ours, opt.idle_return: one more slot, outside the feature's switch and statistics, runs the
+// same loop over every arena when background threads are off (idle_return_maybe_start below;
+// doc/design/memory-return.md); it is the only thread created from an allocation path.
+//
 // Threads: all max_background_threads threads are created when the feature is switched on
 // (from the mallctl caller or from library init: contexts where creating a thread, which
-// allocates, is safe), never from inside an allocation. A thread whose residue class has no
-// arena yet sleeps without a deadline and is not counted in `num_threads` until one exists, so
+// allocates, is safe), never from inside an allocation (unlike the idle return's). A thread
+// whose residue class has no arena yet sleeps without a deadline and is not counted in
+// `num_threads` until one exists, so
 // the statistic matches 5.3.0, which creates threads lazily, one per residue class in use.
 // Threads are created with every signal blocked and are named "jemalloc_bg_thd".
 //
