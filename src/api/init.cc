@@ -86,7 +86,8 @@ constexpr CoreConfig core_config(const Options& o) {
                           .oversize_hold = o.oversize_hold,
                           .idle_arena_decay = o.idle_arena_decay,
                           .purge_on_grow = o.purge_on_grow,
-                          .idle_return = o.idle_return};
+                          .idle_return = o.idle_return,
+                          .kept_max_bytes = o.kept_max_bytes};
   a.retain = o.retain;
   a.lg_extent_max_active_fit = o.lg_extent_max_active_fit;
   a.metadata_thp = core_enum(kMetadataThpOf, o.metadata_thp_mode);

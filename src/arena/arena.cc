@@ -11,6 +11,7 @@
 #include "arena/background_thread.h"
 #include "arena/large.h"
 #include "extent/emap.h"
+#include "extent/hold.h"
 #include "meta/sz.h"
 #include "support/nstime.h"
 #include "support/prng.h"
@@ -428,13 +429,14 @@ void Arena::dirty_added() {
   // With dirty_decay_ms 0 freed pages are purged at once, skipping muzzy (jemalloc's deferred
   // work after a free) -- down to the hold where the arena holds its frees (opt.oversize_hold);
   // otherwise a background thread may need waking. The free goes down to this arena's own
-  // hold; the process-wide share (arenas_hold_cap) is applied by its later decay steps (the
-  // idle sweep, a background thread). At the end of a round the arenas free one after another,
+  // hold, within the process-wide bound (kept::); the share of the dip (arenas_hold_cap) is
+  // applied by its later decay steps (the idle sweep, a background thread). At the end of a round the arenas free one after another,
   // and the oversize arena, freeing first, would find the budget still spent on the dips the
   // others had earlier in the round, and purge blocks the next round asks for again.
   if (pac_.immediate_hold()) {
     bool advanced;
-    pac_.try_decay(ExtentState::kDirty, nstime_now_ns(), Pac::Eagerness::kAlways, &advanced);
+    pac_.try_decay(ExtentState::kDirty, nstime_now_ns(), Pac::Eagerness::kAlways, &advanced,
+                   kept::hold_room_pages());
   } else if (pac_.decay_ms_get(ExtentState::kDirty) == 0) {
     pac_.decay_all(ExtentState::kDirty, /*fully=*/true);
   }

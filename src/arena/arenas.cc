@@ -7,6 +7,7 @@
 #include "arena/arena.h"
 #include "arena/background_thread.h"
 #include "extent/decay.h"
+#include "extent/hold.h"
 #include "meta/sc.h"
 #include "os/sysinfo.h"
 #include "support/malloc_io.h"
@@ -70,6 +71,7 @@ bool arenas_boot(const ArenaOptions& opts) {
   g_dirty_default.store(o.dirty_decay_ms, std::memory_order_relaxed);
   g_muzzy_default.store(o.muzzy_decay_ms, std::memory_order_relaxed);
   g_bounded_default.store(o.placement.bounded_coalesce, std::memory_order_relaxed);
+  kept::init(o.policy.kept_max_bytes);
   unsigned ncpus = sysinfo::ncpus();
   // percpu_arena needs an arena per CPU (or per core): at least that many, and when narenas is
   // not set, exactly that many.

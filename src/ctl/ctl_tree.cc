@@ -120,7 +120,7 @@ constexpr const char* kOptNames[] = {
     // Ours.
     "bounded_coalesce", "idle_arena_decay", "reuse_before_grow", "extent_best_fit",
     "purge_on_grow", "borrow_dirty", "decay_hold_peak", "oversize_hold", "safety_checks",
-    "extent_cache_bytes", "tcache_grow_bytes", "idle_return",
+    "extent_cache_bytes", "tcache_grow_bytes", "idle_return", "kept_max_bytes",
 };
 // clang-format on
 constexpr size_t kNOpt = sizeof(kOptNames) / sizeof(kOptNames[0]);

@@ -494,6 +494,10 @@ struct OptStorage<OptKind::kNotBuilt> {
     "One thread of ours, started when the process has two threads, runs decay while the "          \
     "application's threads do not, so memory goes back within two dirty_decay_ms of the last "     \
     "free; not with background_thread. false: only allocating threads decay, as jemalloc 5.3.0.")  \
+  X(kept_max_bytes, SizeT, size_t{0}, (opt_any()), kOptBoth, "ours: supported",                    \
+    "The most the memory-return policy keeps beyond what is allocated, process-wide (holds, extent " \
+    "caches, grown thread-cache bins); 0: 1/8 of the cgroup's memory.max, else of the machine's "  \
+    "memory (doc/design/memory-return.md).")                                                       \
   X(safety_checks, Bool, false, (opt_any()), kOptBoth, "ours: supported",                          \
     "Detect application misuse (double, sized-size-mismatched, invalid or interior frees; with "   \
     "junk, writes after free) and abort with a message; always on with --enable-debug.")           \

@@ -185,6 +185,7 @@ constexpr OptLine kOptLines[] = {
     {"extent_cache_bytes", OptType::kSize, nullptr},
     {"tcache_grow_bytes", OptType::kSize, nullptr},
     {"idle_return", OptType::kBool, nullptr},
+    {"kept_max_bytes", OptType::kSize, nullptr},
 };
 
 /// A 16.16 fixed-point option as 5.3.0 prints it: "-1" for the all-ones "unlimited" value,

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "os/sysinfo.h"
+
 namespace je {
 
 namespace {
@@ -145,12 +147,51 @@ size_t share(size_t own, size_t held, size_t holders, uint64_t now_ns, int64_t m
   // slack keeps a lone holder's hold exact. The holds' own slack (hold_slack) is allowed in
   // full: only busy arenas have any.
   const size_t level = peak + hold_slack(peak, /*busy=*/true);
-  const size_t dip = (level > active ? level - active : 0) + holders * kGranulePages;
+  const size_t dip = std::min((level > active ? level - active : 0) + holders * kGranulePages,
+                              kept::hold_room_pages());
   if (held <= dip) return SIZE_MAX;
   // Page counts fit in 52 bits; the product needs more than 64.
   using Wide = unsigned __int128;
   return static_cast<size_t>(Wide{own} * dip / held);
 }
 }  // namespace hold_budget
+
+namespace kept {
+namespace {
+constinit std::atomic<size_t> g_limit{SIZE_MAX};
+constinit std::atomic<size_t> g_cache_bytes{0};
+}  // namespace
+
+void init(size_t configured) { set_limit(limit_for(configured, sysinfo::memory_limit())); }
+size_t limit() { return g_limit.load(std::memory_order_relaxed); }
+void set_limit(size_t bytes) { g_limit.store(bytes, std::memory_order_relaxed); }
+
+// As hold_budget::publish: each cache's counts are one linear sequence, so its granule
+// crossings telescope to floor(bytes / granule) exactly.
+void cache_publish(size_t before, size_t after, unsigned lg_granule) {
+  const size_t b = before >> lg_granule;
+  const size_t a = after >> lg_granule;
+  if (a > b) {
+    g_cache_bytes.fetch_add((a - b) << lg_granule, std::memory_order_relaxed);
+  } else if (a < b) {
+    g_cache_bytes.fetch_sub((b - a) << lg_granule, std::memory_order_relaxed);
+  }
+}
+
+size_t cache_bytes() { return g_cache_bytes.load(std::memory_order_relaxed); }
+
+size_t cache_room() {
+  const size_t half = limit() / 2;
+  const size_t used = cache_bytes();
+  return used < half ? half - used : 0;
+}
+
+size_t hold_room_pages() {
+  const size_t lim = limit();
+  if (lim == SIZE_MAX) return SIZE_MAX;
+  const size_t used = cache_bytes();
+  return used < lim ? (lim - used) >> config::kLgPage : 0;
+}
+}  // namespace kept
 
 }  // namespace je

@@ -8,16 +8,19 @@
 //     pages decay must spare (opt.decay_hold_peak), the rotation of the half-window peaks, the
 //     oversize frees it keeps, and when a background thread needs to look again;
 //   * hold_budget: the process-wide view the automatic arenas share (their summed active
-//     pages and its peak), and each arena's share of it.
+//     pages and its peak), and each arena's share of it;
+//   * kept: the process-wide bound on everything the policy keeps (holds, small extent caches,
+//     grown thread-cache bins), sized from the memory the process may use.
 // Pac owns one Hold and asks it at every decay step and free; the arena layer sums the
 // arenas' holds and asks hold_budget::share for each one's cap. Nothing else decides what
 // decay keeps.
-// Layer: extent. Callers: pac (Hold), arena (arenas_hold_cap -> hold_budget), api/ctl (the
-// presets).
+// Layer: extent. Callers: pac (Hold), arena (arenas_hold_cap -> hold_budget; kept::init at
+// boot), sec and thread/tcache (kept: what the caches keep), api/ctl (the presets).
 // Concurrency: Hold's counters are relaxed atomics written by allocating and freeing threads
 // (grown, shrunk); its rotation state changes only under the owning Pac's dirty decay mutex
 // (the *_locked members). held() and estimate() read atomics only and may run unlocked (an
-// estimate: the peaks may rotate meanwhile). hold_budget is lock-free and process-wide.
+// estimate: the peaks may rotate meanwhile). hold_budget and kept are lock-free and
+// process-wide; kept's limit is written once, at boot, before any arena exists.
 // Invariants: active() == pages of extents the Pac handed out and not yet returned; the held
 // pages never exceed peak + slack - active (never more than was resident at that peak); with
 // the hold off, Hold keeps the active count only and holds nothing.
@@ -48,6 +51,9 @@ struct ReturnPolicy {
   /// opt.idle_return: one thread of ours runs decay steps while the application's threads do
   /// not (arena/background_thread.h), so a quiet process returns what it keeps by time.
   bool idle_return = true;
+  /// opt.kept_max_bytes: the process-wide bound on what the holds and caches keep (kept::);
+  /// 0 sizes it from the memory the process may use.
+  size_t kept_max_bytes = 0;
 
   /// Our defaults.
   static constexpr ReturnPolicy ours() { return ReturnPolicy{}; }
@@ -214,5 +220,40 @@ size_t peak_pages(uint64_t now_ns, int64_t ms);
 /// when the holds add up to more. SIZE_MAX: no cap.
 size_t share(size_t own, size_t held, size_t holders, uint64_t now_ns, int64_t ms);
 }  // namespace hold_budget
+
+/// Rule 3 of the policy: what it keeps beyond the allocated -- the holds, the small extent
+/// caches (Sec) and grown thread-cache bins -- stays within one process-wide limit, so that
+/// hundreds of threads or arenas (a container on a host with many CPUs) cannot keep gigabytes
+/// through per-thread and per-arena caps. The limit is 1/2^kLgShareOfMemory of the memory the
+/// process may use (its cgroup's memory.max, else the machine's memory: sysinfo::memory_limit),
+/// or opt.kept_max_bytes. The caches, which keep memory for requests of exactly their sizes,
+/// may fill half of it; the holds, which keep whatever the next round needs, get the rest
+/// (hold_budget::share is capped by hold_room_pages()). Caches publish their byte counts here
+/// (cache_publish) and ask for room before they grow (cache_room).
+namespace kept {
+inline constexpr unsigned kLgShareOfMemory = 3;
+/// Caches whose counts change on hot paths (Sec) publish them in granules of this many bytes,
+/// as hold_budget does pages: the sum is short by less than a granule per cache.
+inline constexpr unsigned kLgGranule = 16;  // 64 KiB: one of the largest extents Sec keeps
+/// The limit for opt.kept_max_bytes `configured` and `memory` bytes the process may use (0:
+/// unknown); SIZE_MAX: none.
+constexpr size_t limit_for(size_t configured, size_t memory) {
+  return configured != 0 ? configured : memory != 0 ? memory >> kLgShareOfMemory : SIZE_MAX;
+}
+/// At boot, before any arena: limit_for(configured, sysinfo::memory_limit()).
+void init(size_t configured);
+/// The limit in force, in bytes (SIZE_MAX: none).
+size_t limit();
+/// Sets the limit directly (tests).
+void set_limit(size_t bytes);
+/// A cache's byte count went from `before` to `after`; `lg_granule` 0 publishes it exactly.
+void cache_publish(size_t before, size_t after, unsigned lg_granule);
+/// Bytes the caches keep, as published.
+size_t cache_bytes();
+/// How many more bytes the caches may keep together (0 once they hold half the limit).
+size_t cache_room();
+/// How many pages the holds may keep together: the limit less what the caches keep.
+size_t hold_room_pages();
+}  // namespace kept
 
 }  // namespace je

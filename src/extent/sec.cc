@@ -3,6 +3,7 @@
 
 #include <atomic>
 
+#include "extent/hold.h"
 #include "support/config.h"
 
 namespace je {
@@ -65,15 +66,24 @@ void Sec::put_batch(Edata* const* es, unsigned n, EdataList* evicted) {
 void Sec::link_locked(Edata* e) {
   set_cached(e, true);
   lists_[e->size / kPage - 1].push_front(e);
-  bytes_ += e->size;
+  set_bytes_locked(bytes_ + e->size);
+}
+
+void Sec::set_bytes_locked(size_t bytes) {
+  kept::cache_publish(bytes_, bytes, kept::kLgGranule);
+  bytes_ = bytes;
   npages_.store(bytes_ / kPage, std::memory_order_relaxed);
 }
 
 void Sec::trim_locked(EdataList* evicted) {
-  if (bytes_ <= max_bytes_) return;
+  // The caches of all arenas and threads together over their process-wide room (kept::): this
+  // one gives up half of what it has, as when it overflows its own capacity.
+  const bool crowded = kept::cache_room() == 0;
+  if (bytes_ <= max_bytes_ && !crowded) return;
   // Over capacity: give up whole lists, round robin, down to half the capacity, so that an
   // overflowing burst pays one flush per half capacity rather than one per free.
-  for (size_t n = 0; n < kMaxPages && bytes_ > max_bytes_ / 2; n++) {
+  const size_t target = (crowded && bytes_ < max_bytes_ ? bytes_ : max_bytes_) / 2;
+  for (size_t n = 0; n < kMaxPages && bytes_ > target; n++) {
     drain_list_locked(next_evict_, evicted);
     next_evict_ = (next_evict_ + 1) % kMaxPages;
   }
@@ -102,8 +112,7 @@ void Sec::flush(EdataList* out, FlushOrder order) {
 void Sec::unlink_locked(EdataList& l, Edata* e) {
   l.remove(e);
   set_cached(e, false);
-  bytes_ -= e->size;
-  npages_.store(bytes_ / kPage, std::memory_order_relaxed);
+  set_bytes_locked(bytes_ - e->size);
 }
 
 void Sec::drain_list_locked(size_t i, EdataList* out) {

@@ -22,7 +22,8 @@
 // and the unlocked "anything cached?" test.
 // Invariants: every cached extent has `cached` set, is page aligned with its cache-oblivious
 // offset dropped, belongs to this arena and sits in exactly one list, the one of its page count;
-// bytes_ == the sum of their sizes <= max_bytes_.
+// bytes_ == the sum of their sizes <= max_bytes_, published to the memory-return policy's
+// process-wide count (kept::, extent/hold.h), whose room trims every cache when crowded.
 // jemalloc mapping: none in the PAC; 5.3.0's HPA has a cache of the same kind (sec.c, options
 // hpa_sec_*), which the default configuration does not use.
 #pragma once
@@ -101,6 +102,8 @@ class Sec {
   void unlink_locked(EdataList& l, Edata* e);
   void link_locked(Edata* e);
   void trim_locked(EdataList* evicted);
+  /// bytes_ = `bytes`, with npages_ and the process-wide count (kept::cache_publish).
+  void set_bytes_locked(size_t bytes);
   void drain_list_locked(size_t i, EdataList* out);
 
   Mutex mtx_{LockRank::kLeaf, "extent_cache"};

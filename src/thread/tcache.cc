@@ -1,11 +1,13 @@
 // tcache.cc: fill, flush, GC, geometry and explicit caches (see tcache.h).
 #include "thread/tcache.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
 #include "arena/arenas.h"
 #include "extent/emap.h"
+#include "extent/hold.h"
 #include "extent/pac.h"
 #include "meta/base.h"
 #include "support/mutex.h"
@@ -278,6 +280,15 @@ void flush_bin(Tcache* t, szind_t binind, unsigned rem) {
   }
 }
 
+// The cache's grown capacity is `bytes` now; published exactly to the memory-return policy's
+// process-wide count of what caches keep (kept::, extent/hold.h).
+void set_grown_bytes(Tcache* t, size_t bytes) {
+  TcacheGrow* g = t->slow().grow;
+  kept::cache_publish(g->grown_bytes, bytes, 0);
+  g->grown_bytes = bytes;
+  t->slow().any_grown = bytes != 0;
+}
+
 // Grown bin `binind` down to capacity `cap` (at least its 5.3.0 one), flushing what does not fit.
 void shrink(Tcache* t, szind_t binind, unsigned cap) {
   TcacheGrow* g = t->slow().grow;
@@ -288,8 +299,7 @@ void shrink(Tcache* t, szind_t binind, unsigned cap) {
   if (!g->in_grown[binind] || cap >= old) return;
   if (bin.ncached() > cap) flush_bin(t, binind, cap);
   bin.full = CacheBin::low_bits(g->slots[binind] + g_tcache_geo.grow_max[binind] - cap);
-  g->grown_bytes -= (old - cap) * sz::index2size(binind);
-  t->slow().any_grown = g->grown_bytes != 0;
+  set_grown_bytes(t, g->grown_bytes - (old - cap) * sz::index2size(binind));
 }
 
 // Whether the release epoch moved since this cache last looked.
@@ -321,7 +331,8 @@ bool try_grow(Tcache* t, szind_t binind) {
   const unsigned cap = bin.ncached_max();
   if (cap >= gmax) return false;
   const size_t size = sz::index2size(binind);
-  const size_t room = (g_tcache_geo.grow_bytes - g->grown_bytes) / size;
+  // Within this cache's allowance and the room all caches have left (kept::).
+  const size_t room = std::min(g_tcache_geo.grow_bytes - g->grown_bytes, kept::cache_room()) / size;
   unsigned target = cap * 2 < gmax ? cap * 2 : gmax;
   if (target - cap > room) target = cap + static_cast<unsigned>(room & ~size_t{1});
   if (target <= cap) return false;
@@ -342,8 +353,7 @@ bool try_grow(Tcache* t, szind_t binind) {
     g->in_grown[binind] = true;
   }
   bin.full = CacheBin::low_bits(g->slots[binind] + gmax - target);
-  g->grown_bytes += (target - cap) * size;
-  t->slow().any_grown = true;
+  set_grown_bytes(t, g->grown_bytes + (target - cap) * size);
   g->idle_visits[binind] = 0;
   return true;
 }
@@ -680,6 +690,11 @@ void tcaches_prefork() { g_tcaches_mtx.prefork(); }
 void tcaches_postfork_parent() { g_tcaches_mtx.postfork_parent(); }
 void tcaches_postfork_child(Tcache* own) {
   g_tcaches_mtx.postfork_child();
+  // The other threads' caches are gone with their threads: what their grown bins counted
+  // toward the process-wide bound is no longer kept by anyone.
+  for (TcacheSlow* s = g_live.front(); s != nullptr; s = decltype(g_live)::next(s)) {
+    if (s->grow != nullptr && s->owner != own) kept::cache_publish(s->grow->grown_bytes, 0, 0);
+  }
   g_live.clear();
   if (own != nullptr && own->cold != nullptr) {
     own->slow().link = {};

@@ -425,6 +425,23 @@ void oversize_hold_case(bool idle) {
   jt::refresh_stats();
   emit("huge_pdirty_end", (long long)arena_stat(huge, "pdirty"));
 }
+// Ours (kept_max_bytes): 52 MiB of huge blocks written and freed; how much of it the huge
+// arena's immediate hold keeps.
+void mode_kept_huge(const char*) {
+  mode_noop(nullptr);
+  constexpr size_t kSizes[] = {16 << 20, 24 << 20, 12 << 20};
+  unsigned huge = 0;
+  jt::ctl_get("opt.narenas", &huge);
+  void* blocks[3];
+  for (int i = 0; i < 3; i++) {
+    blocks[i] = mallocx(kSizes[i], MALLOCX_TCACHE_NONE);
+    touch(blocks[i], kSizes[i]);
+  }
+  for (void* b : blocks) dallocx(b, MALLOCX_TCACHE_NONE);
+  jt::refresh_stats();
+  emit("huge_pdirty_freed", (long long)arena_stat(huge, "pdirty"));
+}
+
 void mode_oversize_hold(const char*) { oversize_hold_case(false); }
 void mode_oversize_hold_idle(const char*) { oversize_hold_case(true); }
 
@@ -820,6 +837,7 @@ constexpr Mode kModes[] = {
     {"oversize_hold", mode_oversize_hold},
     {"oversize_hold_idle", mode_oversize_hold_idle},
     {"tcache_grow", mode_tcache_grow},
+    {"kept_huge", mode_kept_huge},
     {"purge_all", mode_purge_all},
     {"oversize", mode_oversize},
     {"retain", mode_retain},
@@ -1254,6 +1272,25 @@ TEST_COMPAT(tcache_grow_bytes_keeps_a_burst_in_the_cache, "tcache-grow") {
   if (!child(&c, "tcache_grow", "tcache_grow_bytes:0")) return;
   EXPECT_CHILD(c, "arena_allocs_last_round", kGe, 200);
   EXPECT_CHILD(c, "cached_blocks", kLe, 20);
+}
+
+// Ours: kept_max_bytes bounds, process-wide, what the policy keeps beyond what is allocated
+// (doc/design/memory-return.md, rule 3): the huge arena's hold, and grown thread-cache bins,
+// which may fill half of the bound (the caches' share).
+TEST_COMPAT(kept_max_bytes_bounds_holds_and_grown_bins, "kept-max") {
+  Child c;
+  const char* conf = "dirty_decay_ms:2000,muzzy_decay_ms:0";
+  if (!child(&c, "kept_huge", conf)) return;
+  EXPECT_CHILD(c, "huge_pdirty_freed", kGe, (40 << 20) / 4096);
+  std::string bounded = std::string(conf) + ",kept_max_bytes:16777216";
+  if (!child(&c, "kept_huge", bounded.c_str())) return;
+  EXPECT_CHILD(c, "huge_pdirty_freed", kLe, (16 << 20) / 4096);
+  EXPECT_CHILD(c, "huge_pdirty_freed", kGe, (8 << 20) / 4096);  // a 12 MiB or 16 MiB block fits
+  // 2 MiB: the caches may keep 1 MiB, 64 blocks of 16 KiB beyond the bin's 20.
+  if (!child(&c, "tcache_grow", "kept_max_bytes:2097152")) return;
+  EXPECT_CHILD(c, "cached_blocks", kLe, 20 + 64);
+  EXPECT_CHILD(c, "cached_blocks", kGe, 20);
+  EXPECT_CHILD(c, "arena_allocs_last_round", kGe, 100);
 }
 
 // Ours: arena.4096.purge (Redis's MEMORY PURGE) returns what the policy keeps -- the hold, the

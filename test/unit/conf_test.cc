@@ -168,6 +168,7 @@ constexpr Valid kValid[] = {
     {"extent_cache_bytes", "0", "extent_cache_bytes", "0"},
     {"tcache_grow_bytes", "0", "tcache_grow_bytes", "0"},
     {"idle_return", "false", "idle_return", "false"},
+    {"kept_max_bytes", "16777216", "kept_max_bytes", "16777216"},
     {"preset", "jemalloc-5.3.0", "extent_cache_bytes", "0"},
     {"prof", "true", "prof", "true"},
     {"prof_prefix", "dumps/x", "prof_prefix", "dumps/x"},

@@ -147,6 +147,61 @@ TEST(HoldBudget, AnArenaGetsItsShareOfTheProcessWideDip) {
   hb::publish(2 * kG, 0);
 }
 
+TEST(Kept, TheLimitIsAnEighthOfTheMemoryUnlessConfigured) {
+  using je::kept::limit_for;
+  constexpr size_t kGiB = size_t{1} << 30;
+  EXPECT_EQ(limit_for(0, 24 * kGiB), 3 * kGiB);
+  EXPECT_EQ(limit_for(0, 2 * kGiB), kGiB / 4);
+  EXPECT_EQ(limit_for(16 << 20, 24 * kGiB), size_t{16} << 20) << "opt.kept_max_bytes wins";
+  EXPECT_EQ(limit_for(0, 0), SIZE_MAX) << "memory unknown: no bound";
+}
+
+TEST(Kept, CachesFillHalfTheLimitAndTheHoldsGetTheRest) {
+  namespace kept = je::kept;
+  const size_t saved = kept::limit();
+  const size_t base = kept::cache_bytes();  // what the test process's own caches publish
+  kept::set_limit(base + (size_t{64} << 20));
+  const size_t half = (base + (size_t{64} << 20)) / 2;
+  EXPECT_EQ(kept::cache_room(), base < half ? half - base : 0);
+  // A thread cache's grown bins publish exactly; an extent cache in 64 KiB granules.
+  kept::cache_publish(0, 1000, 0);
+  EXPECT_EQ(kept::cache_bytes(), base + 1000);
+  kept::cache_publish(0, (size_t{1} << kept::kLgGranule) - 1, kept::kLgGranule);
+  EXPECT_EQ(kept::cache_bytes(), base + 1000) << "below one granule: not yet published";
+  kept::cache_publish((size_t{1} << kept::kLgGranule) - 1, size_t{3} << kept::kLgGranule,
+                      kept::kLgGranule);
+  EXPECT_EQ(kept::cache_bytes(), base + 1000 + (size_t{3} << kept::kLgGranule));
+  // The holds' room is what the caches leave of the limit, in pages.
+  EXPECT_EQ(kept::hold_room_pages(),
+            ((size_t{64} << 20) - 1000 - (size_t{3} << kept::kLgGranule)) >> je::config::kLgPage);
+  // Caches at half the limit have no more room.
+  kept::cache_publish(0, half, 0);
+  EXPECT_EQ(kept::cache_room(), 0u);
+  kept::cache_publish(half, 0, 0);
+  kept::cache_publish(size_t{3} << kept::kLgGranule, 0, kept::kLgGranule);
+  kept::cache_publish(1000, 0, 0);
+  EXPECT_EQ(kept::cache_bytes(), base);
+  kept::set_limit(saved);
+}
+
+TEST(Kept, TheHoldsShareIsCappedByTheirRoom) {
+  namespace hb = je::hold_budget;
+  namespace kept = je::kept;
+  constexpr size_t kG = hb::kGranulePages;
+  const size_t saved = kept::limit();
+  const uint64_t now = kT0 + 100'000'000'000;
+  hb::peak_pages(now, 1000);  // the windows start over now, after the earlier tests' peaks
+  hb::publish(0, 100 * kG);
+  hb::publish(100 * kG, 0);  // a dip of 100 granules
+  ASSERT_EQ(hb::peak_pages(now, 1000), 100 * kG);
+  EXPECT_EQ(hb::share(100 * kG, 100 * kG, 1, now, 1000), SIZE_MAX) << "unbounded: the whole dip";
+  // A limit of 10 granules' pages (plus what the caches keep): the hold gets 10 granules.
+  kept::set_limit(kept::cache_bytes() + ((10 * kG) << je::config::kLgPage));
+  EXPECT_EQ(hb::share(100 * kG, 100 * kG, 1, now, 1000), 10 * kG);
+  EXPECT_EQ(hb::share(50 * kG, 100 * kG, 2, now, 1000), 5 * kG) << "two holders: half each";
+  kept::set_limit(saved);
+}
+
 TEST(ReturnPolicyPresets, OursIsTheDefaultAndJemallocTurnsEverythingOff) {
   static_assert(ReturnPolicy::ours() == ReturnPolicy{});
   static_assert(je::ArenaOptions{}.policy == ReturnPolicy::ours(),

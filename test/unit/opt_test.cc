@@ -183,7 +183,7 @@ TEST_F(OptTest, MallctlViewMatchesGoldenNames) {
   std::set<std::string> expected = {"bounded_coalesce", "idle_arena_decay", "reuse_before_grow",
                                     "borrow_dirty",     "extent_best_fit",  "purge_on_grow",
                                     "decay_hold_peak",  "oversize_hold",   "safety_checks",
-                                    "extent_cache_bytes", "tcache_grow_bytes", "idle_return"};
+                                    "extent_cache_bytes", "tcache_grow_bytes", "idle_return", "kept_max_bytes"};
   for (const Golden& g : kGolden) {
     if (strcmp(g.width, "-") == 0 || is_prof_name(g.name)) continue;
     expected.insert(g.name);
