@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "arena/arenas.h"
 #include "extent/emap.h"
@@ -423,38 +424,31 @@ void tcache_flush_small(Tcache* t, szind_t binind, unsigned rem) {
   bool merged = false;
   for (unsigned done = 0; done < nflush; done += kFlushChunk) {
     unsigned cnt = nflush - done < kFlushChunk ? nflush - done : kFlushChunk;
-    void* ptrs[kFlushChunk];
+    // The chunk is grouped in place: these slots are dropped below (remove_oldest), so only the
+    // slabs need a stack array. A thread's exit flushes its cache from the bottom of its stack
+    // frames; 4 KiB of arrays here took one more page of every new thread's stack (mleak).
+    void** ptrs = items + done;
     Edata* slabs[kFlushChunk];
-    for (unsigned i = 0; i < cnt; i++) {
-      ptrs[i] = items[done + i];
-      slabs[i] = g_emap.lookup(ptrs[i]);
-    }
+    for (unsigned i = 0; i < cnt; i++) slabs[i] = g_emap.lookup(ptrs[i]);
     // Group by owning bin (arena and shard): one bin lock per bin per chunk.
-    unsigned left = cnt;
-    while (left > 0) {
-      unsigned ind = slabs[0]->arena_ind;
-      unsigned shard = slabs[0]->binshard;
-      void* batch_p[kFlushChunk];
-      Edata* batch_s[kFlushChunk];
-      unsigned nb = 0;
-      unsigned keep = 0;
-      for (unsigned i = 0; i < left; i++) {
-        if (slabs[i]->arena_ind == ind && slabs[i]->binshard == shard) {
-          batch_p[nb] = ptrs[i];
-          batch_s[nb++] = slabs[i];
-        } else {
-          ptrs[keep] = ptrs[i];
-          slabs[keep++] = slabs[i];
-        }
+    for (unsigned first = 0; first < cnt;) {
+      const unsigned ind = slabs[first]->arena_ind;
+      const unsigned shard = slabs[first]->binshard;
+      unsigned end = first;
+      for (unsigned i = first; i < cnt; i++) {
+        if (slabs[i]->arena_ind != ind || slabs[i]->binshard != shard) continue;
+        std::swap(ptrs[i], ptrs[end]);
+        std::swap(slabs[i], slabs[end]);
+        end++;
       }
-      left = keep;
       Arena* a = arena_get(ind, false);
       bool merge = a == t->slow().arena && !merged;
-      a->dalloc_small_batch(binind, batch_p, batch_s, nb, merge, bin.nrequests);
+      a->dalloc_small_batch(binind, ptrs + first, slabs + first, end - first, merge, bin.nrequests);
       if (merge) {
         bin.nrequests = 0;
         merged = true;
       }
+      first = end;
     }
   }
   if (!merged && t->slow().arena != nullptr) {
