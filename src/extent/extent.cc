@@ -433,6 +433,22 @@ Edata* PacCore::take_dirty(size_t min_size) {
   return e;
 }
 
+Edata* PacCore::take_dirty_head(size_t size) {
+  Ecache& ec = dirty_;
+  MutexGuard guard(ec.mtx);
+  Edata* best = nullptr;
+  unsigned n = 0;
+  for (Edata* e = ec.eset.lru_first(); e != nullptr && n < kHeadScan; e = EdataList::next(e), n++) {
+    if (e->size >= size || e->size < size / 4 || (best != nullptr && e->size <= best->size)) {
+      continue;
+    }
+    const EmapEntry next = g_emap.lookup_entry(e->past());
+    if (next.edata != nullptr && next.state == ExtentState::kRetained && !next.is_head) best = e;
+  }
+  if (best != nullptr) activate_locked(ec, best);
+  return best;
+}
+
 void PacCore::dalloc(ExtentState which, Edata* e, bool keep_oversize) {
   e->addr = e->base();  // drop the cache-oblivious offset
   e->zeroed = false;    // dirty and muzzy memory is never assumed zero

@@ -95,6 +95,13 @@ class PacCore {
   /// Remove and return (active, owned, unsplit) the free dirty extent of at least `min_size`
   /// bytes an allocation of that size would pick, or nullptr (opt.purge_on_grow's victims).
   Edata* take_dirty(size_t min_size);
+  /// Ours (opt.reuse_before_grow): remove and return (active, owned) the largest dirty extent
+  /// smaller than `size` but at least a quarter of it, among the kHeadScan oldest, whose next
+  /// page starts a retained extent of this arena's address space (read from the emap, a hint
+  /// only: the caller's claim of that neighbour decides), for Pac to extend in place. nullptr
+  /// if none.
+  Edata* take_dirty_head(size_t size);
+  static constexpr unsigned kHeadScan = 64;
   /// Record a free (owned, registered) extent into the ecache of `which`, coalescing per its
   /// regime. An extent of the oversize threshold or more is purged at once where the Pac
   /// purges them inline (may_force_decay) unless `keep_oversize` (opt.decay_hold_peak: the

@@ -2,6 +2,7 @@
 #include "extent/pac.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "extent/dss.h"
 #include "extent/emap.h"
@@ -117,9 +118,38 @@ Edata* Pac::alloc(size_t size, size_t alignment, bool zero, Reach reach) {
   // The small extent cache serves only what it holds exactly; a zeroed request needs pages
   // known to be zero, which cached (dirty) ones are not.
   Edata* e = zero ? nullptr : sec_.take(size, alignment);
-  if (e == nullptr) e = obtain(nullptr, size, alignment, zero, reach, &src);
+  if (e == nullptr) {
+    // Everything cached first; growth (with its dirty head step) is grow()'s.
+    const Reach cached = reach == Reach::kGrow ? Reach::kFlushed : reach;
+    e = obtain(nullptr, size, alignment, zero, cached, &src);
+    if (e == nullptr && reach == Reach::kGrow) return grow(size, alignment, zero);
+  }
   if (e != nullptr) new_extent_obtained(src, size);
   return e;
+}
+
+Edata* Pac::extend_dirty_head(size_t size, size_t alignment, bool zero) {
+  if (!placement_.reuse_before_grow || alignment > kPage || (size >> kLgPage) < kHeadMinPages ||
+      !core_.default_hooks()) {
+    return nullptr;
+  }
+  Edata* head = core_.take_dirty_head(size);
+  if (head == nullptr) return nullptr;
+  const size_t have = head->size;
+  bool fresh = false;
+  Edata* trail = core_.alloc_grow(head, size - have, kPage, zero, &fresh);
+  if (trail == nullptr || !core_.merge_wrapper(head, trail)) {
+    if (trail != nullptr) core_.dalloc_wrapper(trail);
+    core_.dalloc(ExtentState::kDirty, head, /*keep_oversize=*/true);  // dirty it was
+    return nullptr;
+  }
+  // Dirty pages are never known to be zero; the extension's are zeroed by alloc_grow.
+  if (zero) std::memset(head->base(), 0, have);
+  head->zeroed = zero;
+  hold_.grown(have >> kLgPage);
+  count_alloc(PacSource::kDirty, have);
+  new_extent_obtained(fresh ? PacSource::kFresh : PacSource::kRetained, size - have);
+  return head;
 }
 
 Edata* Pac::lend(size_t size, ExtentState* was) {
@@ -142,6 +172,7 @@ void Pac::adopt(Edata* e, ExtentState was) {
 }
 
 Edata* Pac::grow(size_t size, size_t alignment, bool zero) {
+  if (Edata* head = extend_dirty_head(size, alignment, zero)) return head;
   PacSource src;
   Edata* e = take_grown(nullptr, size, alignment, zero, &src);
   if (e != nullptr) new_extent_obtained(src, size);

@@ -3,7 +3,8 @@
 // Purpose: serves page-multiple extents to the arena (slabs and large allocations) from, in
 // order: the dirty ecache (recently freed, resident), the muzzy ecache (lazily purged; skipped when
 // muzzy decay is 0), the dirty ecache again without the lg_max_fit bound (ours,
-// opt.reuse_before_grow: resident pages beat faulting in new ones), the retained ecache (purged
+// opt.reuse_before_grow: resident pages beat faulting in new ones), a dirty extent extended by
+// the retained pages after it (ours, same option), the retained ecache (purged
 // address space) and finally new address space grown in a geometric series; growth then purges as
 // many idle dirty pages (ours, opt.purge_on_grow). Frees go to the dirty ecache; decay moves pages
 // on to muzzy or retained. This is where the project's coalescing bound lives (extent.cc, record
@@ -235,6 +236,15 @@ class Pac {
   bool sec_may_cache() const {
     return sec_.enabled() && core_.default_hooks() && decay_dirty_.decay.ms() != 0;
   }
+  /// Ours (opt.reuse_before_grow), the last step before growth for a request of at least
+  /// kHeadMinPages pages: a dirty extent too small for it, extended in place by the retained
+  /// address space after it (PacCore::take_dirty_head). Only the extension faults in: where a
+  /// purge left a dirty piece in front of purged pages, a request bigger than every dirty
+  /// extent takes the resident piece instead of faulting in all of its size elsewhere while
+  /// the piece sits unused. Accounted and purged for as growth of the extension's size, with
+  /// the piece counted as dirty reuse. nullptr if nothing fits (the piece goes back).
+  Edata* extend_dirty_head(size_t size, size_t alignment, bool zero);
+  static constexpr size_t kHeadMinPages = 64;  // 256 KiB with 4 KiB pages
   /// The growth step of obtain(): retained address space, else a new mapping.
   Edata* take_grown(Edata* expand, size_t size, size_t alignment, bool zero, PacSource* src);
   /// `size` bytes from `src` became active: mapped (growth only), nactive/peak, counters.

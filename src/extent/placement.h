@@ -25,7 +25,8 @@ struct Placement {
   /// Eset::kBestFitMaxSize, instead of 5.3.0's first fit by address.
   bool best_fit = true;
   /// opt.reuse_before_grow: split a dirty extent beyond the lg_extent_max_active_fit reach
-  /// before taking retained or new pages.
+  /// before taking retained or new pages; and, when no dirty extent is big enough, extend one
+  /// in place by the retained pages after it (Pac::extend_dirty_head).
   bool reuse_before_grow = true;
   /// opt.borrow_dirty: large requests and new slabs may take another automatic arena's cached
   /// pages before growing.

@@ -89,6 +89,48 @@ TEST(Pac, PurgeDirtyToRetainedDropsResidency) {
   EXPECT_EQ(pac->counter(PacCounter::retained_allocs), from_retained + 1);
 }
 
+// Ours (opt.reuse_before_grow): a request bigger than every dirty extent takes a dirty extent
+// whose next pages are retained and extends it by them, so only the extension faults in; off
+// (5.3.0's placement), it is carved from the retained pages alone and the dirty pages stay
+// beside it. A zeroed request gets the dirty part zeroed.
+void dirty_head_case(bool reuse_before_grow, bool zero) {
+  PacOptions o = opts(-1, 0);
+  o.placement.reuse_before_grow = reuse_before_grow;
+  Pac* pac = make_pac(o);
+  // The first growth maps a 2 MiB region: 1 MiB is handed out, the rest stays retained.
+  Edata* a = pac->alloc(1024 * kKiB + kPad, kPg, false);
+  ASSERT_NE(a, nullptr);
+  void* base = a->base();
+  std::memset(base, 0x5a, 1024 * kKiB);
+  pac->dalloc(a);
+  ASSERT_EQ(state_at(static_cast<char*>(base) + 1024 * kKiB + kPad), ExtentState::kRetained);
+  const uint64_t dirty_pages = pac->counter(PacCounter::dirty_alloc_pages);
+  Edata* b = pac->alloc(1536 * kKiB + kPad, kPg, zero);
+  ASSERT_NE(b, nullptr);
+  if (!reuse_before_grow) {
+    EXPECT_NE(b->base(), base);
+    EXPECT_EQ(pac->ndirty(), (1024 * kKiB + kPad) / kPg);
+    return;
+  }
+  EXPECT_EQ(b->base(), base);
+  EXPECT_EQ(b->size, 1536 * kKiB + kPad);
+  EXPECT_EQ(pac->ndirty(), 0u);
+  EXPECT_EQ(pac->nactive(), (1536 * kKiB + kPad) / kPg);
+  EXPECT_EQ(pac->counter(PacCounter::dirty_alloc_pages) - dirty_pages, (1024 * kKiB + kPad) / kPg);
+  // The dirty part was resident and stays so: no fault brought it in.
+  EXPECT_EQ(pages::resident_bytes(base, 1024 * kKiB), 1024 * kKiB);
+  const unsigned char* p = static_cast<const unsigned char*>(base);
+  EXPECT_EQ(p[4096], zero ? 0 : 0x5a);
+  EXPECT_EQ(b->zeroed, zero);
+  if (zero) EXPECT_EQ(p[1536 * kKiB - 1], 0);
+}
+
+TEST(Pac, GrowthExtendsADirtyHeadByRetainedPages) {
+  dirty_head_case(/*reuse_before_grow=*/true, /*zero=*/false);
+  dirty_head_case(/*reuse_before_grow=*/true, /*zero=*/true);
+  dirty_head_case(/*reuse_before_grow=*/false, /*zero=*/false);
+}
+
 TEST(Pac, PurgeDirtyToMuzzyThenRetained) {
   Pac* pac = make_pac(opts(-1, 10000));
   Edata* e = pac->alloc(512 * kKiB + kPad, kPg, false);
