@@ -208,6 +208,10 @@ def workload_registry(args):
                        desc="server simulation: sessions, growth/shrink phases"))
     wl.append(Workload("pipeline", "pipeline", [], show=("msgs_per_s", "rss_drained_mib"),
                        desc="3-stage producer/transformer/consumer pipeline"))
+    wl.append(Workload("xthread", "xthread", ["--ops", "400k"],
+                       show=("ops_per_s", "peak_rss_mib", "live_end_mib", "rss_drained_mib"),
+                       desc="16 threads swap 8 B .. 4 MiB blocks through 256 shared slots "
+                            "(most frees remote), 400k operations"))
     wl += mimalloc_bench_workloads(args)
     return wl
 
