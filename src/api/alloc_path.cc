@@ -492,12 +492,14 @@ void* reallocate(void* ptr, const Request& r) {
   }
   size_t oldsize = sz::index2size(ent.szind);
   size_t newsize;
+  // opt.zero covers the bytes a resize adds, in place or moved (5.3.0's zero_get on rallocx).
+  const bool zero = alloc_zeroed(r.flags.zero);
   // A sampled block is never resized in place: it moves (and the new block may be sampled);
   // nor is a block whose resize crosses the thread's sample threshold, so that it is sampled.
   const bool due = config::kProf && prof_enabled() && tsd.prof_armed &&
                    tsd.allocated + usize >= tsd.prof_next_sample && !in_reentrant_call();
   if (!due && !is_sampled(ent) &&
-      arena_ralloc_no_move(ptr, ent, usize, 0, alignment, r.flags.zero, &newsize)) {
+      arena_ralloc_no_move(ptr, ent, usize, 0, alignment, zero, &newsize)) {
     account_resize(tsd, newsize, oldsize);
     return ptr;
   }
@@ -511,8 +513,7 @@ void* reallocate(void* ptr, const Request& r) {
     // sampled: a block of its own
   } else if (large_ralloc_bypasses_cache(oldsize, usize)) {
     p = large_malloc(
-        arena, tsd.arena, [&tsd] { return tsd_arena(tsd); }, usize, alignment, r.flags.zero,
-        huge_key);
+        arena, tsd.arena, [&tsd] { return tsd_arena(tsd); }, usize, alignment, zero, huge_key);
   } else {
     p = ialloc(tsd, usize, alignment, r.flags.zero, tc, arena, huge_key);
   }
@@ -530,7 +531,7 @@ size_t resize_in_place(void* ptr, size_t size, size_t extra, const Flags& f) {
   size_t oldsize = sz::index2size(ent.szind);
   if (is_sampled(ent)) return oldsize;  // sampled blocks stay as they are (5.3.0 too)
   size_t newsize;
-  if (arena_ralloc_no_move(ptr, ent, size, extra, f.alignment, f.zero, &newsize) &&
+  if (arena_ralloc_no_move(ptr, ent, size, extra, f.alignment, alloc_zeroed(f.zero), &newsize) &&
       newsize != oldsize) {
     account_resize(tsd_fetch(), newsize, oldsize);
   }
