@@ -290,6 +290,18 @@ JE_NOINLINE_COLD void* sample_captured(Tsd& tsd, const Request& r, Arena* arena,
   return p;
 }
 
+// A large block resized in place, sampled before (its record in e->prof_rec) or due now (`bt`
+// its backtrace, else nullptr): a due sample records the block at its new usable size `usize`,
+// then the old record is released as at a free (in this order, as 5.3.0's prof_realloc: both
+// may charge the same context, which must not drop to nothing in between).
+JE_NOINLINE_COLD void resample_in_place(Tsd& tsd, const Request& r, Edata* e, size_t usize,
+                                        ProfBt* bt) {
+  auto* old = static_cast<ProfTctx*>(e->prof_rec);
+  e->prof_rec = bt != nullptr ? prof_tctx_sample_bt(r.size, usize, bt) : nullptr;
+  if (bt != nullptr) prof_arm(tsd, tsd.allocated + r.usize);
+  if (old != nullptr) prof_tctx_free(old);
+}
+
 // prof_gdump: this thread's extent growth raised the high-water mark; now, with no allocator
 // lock held, the dump can be written (never from inside the allocator's own calls: the mark
 // waits for this thread's next allocation slow path).
@@ -311,15 +323,19 @@ JE_ALWAYS_INLINE void gdump_at_safe_point() {
 // into allocate/reallocate so that the unwinder starts there: each frame it walks costs about
 // as much as the rest of a sample, and the frames below (the sampling helpers) would only be
 // dropped again. The slow paths pay only the flag test when opt.prof is false.
-JE_ALWAYS_INLINE void* maybe_sample(Tsd& tsd, const Request& r, Arena* arena, Tcache* tc) {
-  if (!config::kProf || JE_LIKELY(!prof_enabled())) return nullptr;
+JE_ALWAYS_INLINE bool sample_due(Tsd& tsd, const Request& r) {
+  if (!config::kProf || JE_LIKELY(!prof_enabled())) return false;
   // Below the threshold (the common case on the slow paths): no call. An unarmed thread's
   // epoch is kTsdProfUnarmed, which never matches (tsd_fetch), so prof_armed needs no test here.
   if (JE_LIKELY(tsd.allocated + r.usize < tsd.prof_next_sample &&
                 tsd.prof_epoch == prof_reset_epoch())) {
-    return nullptr;
+    return false;
   }
-  if (JE_LIKELY(!sample_due_slow(tsd, r))) return nullptr;
+  return sample_due_slow(tsd, r);
+}
+
+JE_ALWAYS_INLINE void* maybe_sample(Tsd& tsd, const Request& r, Arena* arena, Tcache* tc) {
+  if (JE_LIKELY(!sample_due(tsd, r))) return nullptr;
   ProfBt bt;
   prof_backtrace_inline(&bt);
   return sample_captured(tsd, r, arena, tc, &bt);
@@ -494,12 +510,22 @@ void* reallocate(void* ptr, const Request& r) {
   size_t newsize;
   // opt.zero covers the bytes a resize adds, in place or moved (5.3.0's zero_get on rallocx).
   const bool zero = alloc_zeroed(r.flags.zero);
-  // A sampled block is never resized in place: it moves (and the new block may be sampled);
-  // nor is a block whose resize crosses the thread's sample threshold, so that it is sampled.
-  const bool due = config::kProf && prof_enabled() && tsd.prof_armed &&
-                   tsd.allocated + usize >= tsd.prof_next_sample && !in_reentrant_call();
-  if (!due && !is_sampled(ent) &&
+  // Whether the resize is sampled is decided first, as for an allocation (5.3.0 too). A large
+  // block, sampled or not, is then resized in place when it can be, like any other (growing a
+  // sampled 4 MiB block by a byte at a time otherwise moved it every time: issue 29): the old
+  // record, if any, is dropped as at a free, and a due sample is taken on the block where it
+  // stays. A small resize that is due moves, so that the sample gets a block of its own; a
+  // promoted sampled block (a small class on a large extent) always moves.
+  const bool due = sample_due(tsd, r);
+  ProfBt bt;
+  if (config::kProf && JE_UNLIKELY(due)) prof_backtrace_inline(&bt);
+  const bool sampled = is_sampled(ent);
+  const bool both_large = oldsize >= sc::kLargeMinClass && usize >= sc::kLargeMinClass;
+  if ((!due || both_large) && (!sampled || ent.szind >= sc::kNBins) &&
       arena_ralloc_no_move(ptr, ent, usize, 0, alignment, zero, &newsize)) {
+    if (config::kProf && JE_UNLIKELY(due || sampled)) {
+      resample_in_place(tsd, r, ent.edata, newsize, due ? &bt : nullptr);
+    }
     account_resize(tsd, newsize, oldsize);
     return ptr;
   }
@@ -508,7 +534,7 @@ void* reallocate(void* ptr, const Request& r) {
   if (JE_UNLIKELY(bad)) return nullptr;
   Tcache* tc = pick_tcache(tsd, r.flags.tcache);
   const size_t huge_key = large_huge_key(usize, alignment, /*request=*/0);
-  void* p = maybe_sample(tsd, r, arena, tc);
+  void* p = config::kProf && JE_UNLIKELY(due) ? sample_captured(tsd, r, arena, tc, &bt) : nullptr;
   if (p != nullptr) {
     // sampled: a block of its own
   } else if (large_ralloc_bypasses_cache(oldsize, usize)) {
@@ -529,11 +555,23 @@ size_t resize_in_place(void* ptr, size_t size, size_t extra, const Flags& f) {
   EmapEntry ent = g_emap.lookup_entry(ptr);
   if (JE_UNLIKELY(ent.edata == nullptr)) return 0;
   size_t oldsize = sz::index2size(ent.szind);
-  if (is_sampled(ent)) return oldsize;  // sampled blocks stay as they are (5.3.0 too)
+  // A sampled large block resizes as any other, as for realloc (see reallocate); a promoted
+  // one stays as it is.
+  const bool sampled = is_sampled(ent);
+  if (sampled && ent.szind < sc::kNBins) return oldsize;
   size_t newsize;
   if (arena_ralloc_no_move(ptr, ent, size, extra, f.alignment, alloc_zeroed(f.zero), &newsize) &&
       newsize != oldsize) {
-    account_resize(tsd_fetch(), newsize, oldsize);
+    Tsd& tsd = tsd_fetch();
+    // Sampled at the size it got (5.3.0 decides on the largest it could get, then rechecks).
+    const Request r{size, newsize, f};
+    const bool due = sample_due(tsd, r);
+    ProfBt bt;
+    if (config::kProf && JE_UNLIKELY(due)) prof_backtrace_inline(&bt);
+    if (config::kProf && JE_UNLIKELY(due || sampled)) {
+      resample_in_place(tsd, r, ent.edata, newsize, due ? &bt : nullptr);
+    }
+    account_resize(tsd, newsize, oldsize);
   }
   return newsize;
 }

@@ -4,6 +4,9 @@
 //  - opt.zero (zero:true): every byte a resize adds is zero, whether the block grew in place
 //    or moved, with the thread cache on or off (5.3.0 applies opt.zero to rallocx, realloc and
 //    xallocx alike).
+//  - opt.prof: a sampled large block grows in place as any other block does; growing a 4 MiB
+//    block by one byte at a time moves it at most once even when every allocation is sampled
+//    (lg_prof_sample:0), and with prof.active false.
 #include "child.h"
 
 using namespace jt::subproc;
@@ -82,9 +85,82 @@ void mode_grow(const char* how) {
   emit("in_place", in_place);
 }
 
+// Under prof_stats:true, the sampled blocks alive in large class `size`: their number and the
+// bytes their callers asked for (-1, -1 when the stats cannot be read).
+void emit_live_lextent(const char* key, size_t size) {
+  unsigned n = 0;
+  jt::ctl_get("arenas.nlextents", &n);
+  char name[96];
+  for (unsigned j = 0; j < n; j++) {
+    size_t sz = 0;
+    std::snprintf(name, sizeof(name), "arenas.lextent.%u.size", j);
+    if (jt::ctl_get(name, &sz) != 0 || sz != size) continue;
+    struct {
+      uint64_t req_sum;
+      uint64_t count;
+    } live = {~uint64_t{0}, ~uint64_t{0}};
+    size_t len = sizeof(live);
+    std::snprintf(name, sizeof(name), "prof.stats.lextents.%u.live", j);
+    mallctl(name, &live, &len, nullptr, 0);
+    char k[64];
+    std::snprintf(k, sizeof(k), "%s_count", key);
+    emit(k, (long long)live.count);
+    std::snprintf(k, sizeof(k), "%s_req", key);
+    emit(k, (long long)live.req_sum);
+    return;
+  }
+}
+
+// A 4 MiB block grown by one byte 2,047 times (the case of jemalloc's integration/rallocx):
+// how many of the steps moved it.
+void mode_grow_by_one(const char*) {
+  mode_noop(nullptr);
+  constexpr size_t kStart = 4 << 20;
+  auto* p = static_cast<char*>(malloc(kStart));
+  if (p == nullptr) {
+    FAIL_MSG("malloc failed");
+    return;
+  }
+  p[0] = 1;
+  long long moved = 0;
+  for (size_t i = 1; i < 2048; i++) {
+    auto* q = static_cast<char*>(rallocx(p, kStart + i, 0));
+    if (q == nullptr) {
+      FAIL_MSG("rallocx failed");
+      return;
+    }
+    if (q != p) moved++;
+    p = q;
+  }
+  emit("intact", p[0] == 1);
+  emit("moved", moved);
+  emit("usable", (long long)sallocx(p, 0));
+  emit_live_lextent("live_4m", kStart);
+  emit_live_lextent("live_5m", 5 << 20);
+  dallocx(p, 0);
+}
+
+// xallocx on a 4 MiB block (sampled under lg_prof_sample:0): shrunk to 2 MiB in place, then
+// grown back over the pages it just gave up.
+void mode_xallocx_shrink_grow(const char*) {
+  mode_noop(nullptr);
+  constexpr size_t kStart = 4 << 20;
+  void* p = malloc(kStart);
+  if (p == nullptr) {
+    FAIL_MSG("malloc failed");
+    return;
+  }
+  emit("shrunk", (long long)xallocx(p, kStart / 2, 0, 0));
+  emit("regrown", (long long)xallocx(p, kStart, 0, 0));
+  emit("usable", (long long)sallocx(p, 0));
+  free(p);
+}
+
 constexpr Mode kModes[] = {
     {"noop", mode_noop},
     {"grow", mode_grow},
+    {"grow_by_one", mode_grow_by_one},
+    {"xallocx_shrink_grow", mode_xallocx_shrink_grow},
 };
 
 // ===========================================================================
@@ -113,6 +189,35 @@ TEST(without_zero_growth_may_expose_old_bytes) {
     nonzero += value(c, "nonzero");
   }
   EXPECT_GT(nonzero, 0);
+}
+
+TEST(sampled_block_resized_in_place_keeps_one_record) {
+  // The record follows the block: the old one is released, the last resize's sample is live
+  // (every resize is sampled at lg_prof_sample:0).
+  if (!profiling_built()) return;
+  Child c;
+  if (!child(&c, "grow_by_one", "prof:true,lg_prof_sample:0,prof_stats:true")) return;
+  EXPECT_CHILD(c, "moved", kLe, 1);
+  EXPECT_CHILD(c, "live_4m_count", kEq, 0);
+  EXPECT_CHILD(c, "live_5m_count", kEq, 1);
+  EXPECT_CHILD(c, "live_5m_req", kEq, (4 << 20) + 2047);
+}
+
+TEST(sampled_large_block_grows_in_place) {
+  if (!profiling_built()) return;
+  Child c;
+  for (const char* conf :
+       {"prof:true,lg_prof_sample:0", "prof:true,lg_prof_sample:0,prof_active:false",
+        "prof:true,lg_prof_sample:0,tcache:false", "prof:true"}) {
+    if (!child(&c, "grow_by_one", conf)) return;
+    EXPECT_CHILD(c, "intact", kEq, 1);
+    EXPECT_CHILD(c, "moved", kLe, 1);
+    EXPECT_CHILD(c, "usable", kEq, 5 << 20);
+    if (!child(&c, "xallocx_shrink_grow", conf)) return;
+    EXPECT_CHILD(c, "shrunk", kEq, 2 << 20);
+    EXPECT_CHILD(c, "regrown", kEq, 4 << 20);
+    EXPECT_CHILD(c, "usable", kEq, 4 << 20);
+  }
 }
 
 }  // namespace
