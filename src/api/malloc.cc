@@ -54,6 +54,16 @@ JE_EXPORT void* JE_PUBLIC(malloc)(size_t size) noexcept { return malloc_fast(siz
 
 JE_EXPORT void JE_PUBLIC(free)(void* ptr) noexcept { free_fast(ptr); }
 
+// C23's sized frees, as jemalloc 5.3.1 defines them: free_sized(p, n) is sdallocx(p, n, 0), and
+// free_aligned_sized(p, a, n) sdallocx with alignment a. The size is only checked under
+// opt.safety_checks; a null pointer is ignored.
+JE_EXPORT void JE_PUBLIC(free_sized)(void* ptr, size_t size) { sized_free_fast(ptr, size); }
+
+JE_EXPORT void JE_PUBLIC(free_aligned_sized)(void* ptr, size_t alignment, size_t size) {
+  // An alignment aligned_alloc would have refused is the caller's error; natural then.
+  deallocate_sized(ptr, size, Flags::aligned(is_pow2(alignment) ? alignment : 0));
+}
+
 JE_EXPORT void* JE_PUBLIC(calloc)(size_t num, size_t size) noexcept {
   size_t total;
   if (JE_UNLIKELY(__builtin_mul_overflow(num, size, &total))) {
@@ -106,6 +116,20 @@ JE_EXPORT void* JE_PUBLIC(memalign)(size_t alignment, size_t size) noexcept {
 JE_EXPORT void* JE_PUBLIC(valloc)(size_t size) noexcept {
   int err;
   void* p = aligned_slow(config::kPage, size, 1, &err);
+  if (err != 0) errno = err;
+  return p;
+}
+
+// glibc's pvalloc: valloc of the size rounded up to whole pages (0: one page); a size that
+// overflows when rounded fails with ENOMEM. Not in 5.3.0 (under it glibc's own pvalloc ran,
+// and our free could not release what it returned); 5.3.1 exports it.
+JE_EXPORT void* JE_PUBLIC(pvalloc)(size_t size) noexcept {
+  if (JE_UNLIKELY(size > SIZE_MAX - (config::kPage - 1))) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  int err;
+  void* p = aligned_slow(config::kPage, page_ceil(size), 1, &err);
   if (err != 0) errno = err;
   return p;
 }

@@ -125,6 +125,44 @@ int probe_alone(size_t n) {
   return (int)b + (int)u + ffs(8);
 }
 EOF
+# jemalloc 5.3.1's additions, declared as 5.3.1's header declares them (the names in the
+# mangling modes too), and compatible with glibc's own declaration of pvalloc in <malloc.h>.
+cat >"$tmp/added.c" <<'EOF'
+#ifdef WITH_MALLOC_H
+#include <malloc.h>
+#endif
+#include <jemalloc/jemalloc.h>
+#ifndef JEMALLOC_OVERRIDE_PVALLOC
+#error "JEMALLOC_OVERRIDE_PVALLOC not defined"
+#endif
+#ifdef JEMALLOC_NO_RENAME
+#define P(name) je_##name
+#else
+#define P(name) name
+#endif
+int probe_added(size_t n);
+int probe_added(size_t n) {
+  void *p = P(pvalloc)(n);
+  P(free_sized)(p, n);
+  p = P(aligned_alloc)(64, n);
+  P(free_aligned_sized)(p, 64, n);
+  return 0;
+}
+EOF
+added() {
+  # shellcheck disable=SC2086
+  if ! $1 $strict -Wundef $2 -c -I"$tmp/ours" "$tmp/added.c" \
+      -o "$tmp/added.o" 2>"$tmp/err-added"; then
+    echo "FAIL [added $1 $2]: pvalloc / free_sized / free_aligned_sized declarations:"
+    sed 's/^/    /' "$tmp/err-added" | head -40
+    fail=1
+  fi
+  runs=$((runs + 1))
+}
+for extra in "" "-DWITH_MALLOC_H" "-DJEMALLOC_MANGLE" "-DJEMALLOC_NO_RENAME -DWITH_MALLOC_H"; do
+  added "$CC -x c" "-std=c11 $extra"
+  added "$CXX -x c++" "-std=c++17 $extra"
+done
 alone() {
   # shellcheck disable=SC2086
   if ! $1 $strict -Wundef $2 -c -I"$tmp/ours" "$tmp/alone.c" \

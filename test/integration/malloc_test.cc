@@ -1,7 +1,13 @@
 // malloc_test: the standard C allocation functions as jemalloc 5.3.0 defines
 // them (jemalloc 5.3.0's manual): malloc, calloc, realloc, free,
-// posix_memalign, aligned_alloc, memalign, valloc, malloc_usable_size.
+// posix_memalign, aligned_alloc, memalign, valloc, malloc_usable_size; and what jemalloc
+// 5.3.1 added to them, which 5.3.0 does not have (doc/compat.md#jemalloc-531-api): pvalloc,
+// free_sized, free_aligned_sized.
 #include "harness.h"
+
+// 5.3.1's additions: weak, so that the program loads under 5.3.0 (where those tests skip).
+#pragma weak free_sized
+#pragma weak free_aligned_sized
 
 namespace {
 
@@ -386,4 +392,82 @@ TEST(many_small_blocks_distinct) {
     free(blocks[i]);
   }
   EXPECT_EQ(bad, 0);
+}
+
+// ---------------------------------------------------------------------------
+// jemalloc 5.3.1's additions.
+
+namespace {
+
+uint64_t thread_deallocated() {
+  uint64_t v = 0;
+  size_t len = sizeof(v);
+  mallctl("thread.deallocated", &v, &len, nullptr, 0);
+  return v;
+}
+
+}  // namespace
+
+TEST_COMPAT(pvalloc_rounds_to_whole_pages, "jemalloc-531-api") {
+  // glibc's semantics: valloc of the size rounded up to a page multiple; 0 is one page. The
+  // block is ours: sallocx knows it, and free releases it.
+  void* (*volatile v_pvalloc)(size_t) = pvalloc;
+  static const struct {
+    size_t n, usable;
+  } cases[] = {{0, kPage},
+               {1, kPage},
+               {kPage, kPage},
+               {kPage + 1, 2 * kPage},
+               {3 * kPage - 1, 3 * kPage},
+               {100000, 114688}};  // 102400: class 112 KiB
+  for (const auto& c : cases) {
+    void* p = v_pvalloc(c.n);
+    ASSERT_NOT_NULL(p);
+    EXPECT_TRUE(aligned(p, kPage));
+    EXPECT_EQ(malloc_usable_size(p), c.usable);
+    EXPECT_EQ(sallocx(p, 0), c.usable);
+    std::memset(p, 0x5a, c.usable);
+    uint64_t before = thread_deallocated();
+    free(p);
+    EXPECT_EQ(thread_deallocated() - before, c.usable);
+  }
+  errno = 0;
+  EXPECT_NULL(v_pvalloc(SIZE_MAX));
+  EXPECT_EQ(errno, ENOMEM);
+  errno = 0;
+  EXPECT_NULL(v_pvalloc(SIZE_MAX - kPage + 2));  // overflows when rounded up
+  EXPECT_EQ(errno, ENOMEM);
+  errno = 0;
+  EXPECT_NULL(v_pvalloc(kHuge));
+  EXPECT_EQ(errno, ENOMEM);
+}
+
+TEST_COMPAT(free_sized_frees, "jemalloc-531-api") {
+  ASSERT_TRUE(free_sized != nullptr);
+  // Small, large within the thread cache, large beyond it: each block is released (the thread's
+  // deallocated counter grows by its usable size).
+  for (size_t n : {size_t{1}, size_t{100}, size_t{14336}, size_t{20000}, size_t{1} << 20}) {
+    void* p = malloc(n);
+    ASSERT_NOT_NULL(p);
+    uint64_t before = thread_deallocated();
+    free_sized(p, n);
+    EXPECT_EQ(thread_deallocated() - before, nallocx(n, 0));
+  }
+  free_sized(nullptr, 16);  // ignored, as free(NULL)
+}
+
+TEST_COMPAT(free_aligned_sized_frees, "jemalloc-531-api") {
+  ASSERT_TRUE(free_aligned_sized != nullptr);
+  for (size_t a : {size_t{16}, size_t{64}, kPage, size_t{1} << 16}) {
+    for (size_t n : {size_t{1}, size_t{3000}, size_t{70000}}) {
+      void* p = aligned_alloc(a, n);
+      ASSERT_NOT_NULL(p);
+      EXPECT_TRUE(aligned(p, a));
+      size_t u = malloc_usable_size(p);
+      uint64_t before = thread_deallocated();
+      free_aligned_sized(p, a, n);
+      EXPECT_EQ(thread_deallocated() - before, u);
+    }
+  }
+  free_aligned_sized(nullptr, 64, 16);
 }
