@@ -80,6 +80,8 @@ int node_arenas_nhbins(Req& r);
 int node_arenas_lextent_size(Req& r);
 int node_arenas_create(Req& r);
 int node_arenas_lookup(Req& r);
+/// approximate_stats.active (5.3.1): the arenas' active pages in bytes, read without an epoch.
+int node_approximate_stats_active(Req& r);
 int node_experimental_utilization_query(Req& r);
 int node_experimental_utilization_batch_query(Req& r);
 

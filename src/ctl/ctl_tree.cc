@@ -169,6 +169,8 @@ constexpr Node kArenas[] = {
     leaf("lookup", &node_arenas_lookup),
     // Ours, after 5.3.0's names so that their MIBs stay the same.
     leaf("bounded_coalesce", &node_arenas_bounded_coalesce),
+    // jemalloc 5.3.1's, likewise after 5.3.0's (5.3.1 has it after `page`).
+    leaf("hugepage", &ro_const<size_t, config::kHugepage>),
 };
 
 // ---- arena.<i> ---------------------------------------------------------------------------------
@@ -240,6 +242,12 @@ constexpr Node kExperimental[] = {
     named("thread", kExpThread),
 };
 
+// ---- approximate_stats.* (jemalloc 5.3.1) ------------------------------------------------------
+
+constexpr Node kApproximateStats[] = {
+    leaf("active", &node_approximate_stats_active),
+};
+
 // ---- the root ----------------------------------------------------------------------------------
 
 constexpr Node kRootChildren[] = {
@@ -256,6 +264,8 @@ constexpr Node kRootChildren[] = {
     named("prof", kProf),
     named("stats", kStatsChildren),
     named("experimental", kExperimental),
+    // jemalloc 5.3.1's, after 5.3.0's names so that their MIBs stay the same.
+    named("approximate_stats", kApproximateStats),
 };
 constexpr Node kRoot = named("", kRootChildren);
 

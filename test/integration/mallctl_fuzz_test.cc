@@ -569,6 +569,9 @@ void op_name(Rng& r, int seq, bool n2m) {
 const char* our_addition(const size_t* mib, size_t len) {
   if (len == 3 && mib[0] == 8 && mib[2] == 11) return "arena.*.bounded_coalesce";
   if (len == 2 && mib[0] == 9 && mib[1] == 13) return "arenas.bounded_coalesce";
+  // jemalloc 5.3.1's names, after 5.3.0's and ours.
+  if (len == 2 && mib[0] == 9 && mib[1] == 14) return "arenas.hugepage";
+  if (len >= 1 && mib[0] == 13) return "approximate_stats.*";
   return "?";
 }
 
@@ -746,6 +749,9 @@ constexpr Excl kDocumented[] = {
     // compat.md#bounded-coalesce: the run-time switches are ours (ENOENT in 5.3.0).
     {"arena.*.bounded_coalesce", nullptr, kNoN2m, "bounded-coalesce"},
     {"arenas.bounded_coalesce", nullptr, kNoN2m, "bounded-coalesce"},
+    // compat.md#jemalloc-531-api: jemalloc 5.3.1's names (ENOENT in 5.3.0).
+    {"arenas.hugepage", nullptr, kNoN2m, "jemalloc-531-api"},
+    {"approximate_stats.*", nullptr, kNoN2m, "jemalloc-531-api"},
 };
 
 // KNOWN BUGS of this library: differences from 5.3.0 that doc/compat.md does not document.

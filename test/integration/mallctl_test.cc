@@ -835,3 +835,36 @@ TEST(experimental_utilization_query) {
   char name[128];
   EXPECT_EQ(action(jt::ctl_name(name, "arena.%u.destroy", a)), 0);
 }
+
+TEST_COMPAT(jemalloc_531_names, "jemalloc-531-api") {
+  // arenas.hugepage: size_t, read-only, 2 MiB on x86-64; its MIB comes after 5.3.0's names.
+  size_t hp = 0;
+  EXPECT_EQ(jt::ctl_get("arenas.hugepage", &hp), 0);
+  EXPECT_EQ(hp, size_t{2} << 20);
+  size_t mib[4];
+  size_t miblen = 4;
+  EXPECT_EQ(mallctlnametomib("arenas.hugepage", mib, &miblen), 0);
+  EXPECT_EQ(miblen, 2u);
+  EXPECT_EQ(mib[0], 9u);
+  EXPECT_EQ(mib[1], 14u);
+  size_t v = 1;
+  EXPECT_EQ(mallctl("arenas.hugepage", nullptr, nullptr, &v, sizeof(v)), EPERM);
+
+  // approximate_stats.active: follows allocation with no epoch; once quiescent, equals the
+  // stats.active an epoch snapshot reports (both count the arenas' active pages).
+  size_t before = 0, during = 0, after = 0;
+  EXPECT_EQ(jt::ctl_get("approximate_stats.active", &before), 0);
+  void* p = mallocx(size_t{64} << 20, MALLOCX_TCACHE_NONE);
+  ASSERT_NOT_NULL(p);
+  EXPECT_EQ(jt::ctl_get("approximate_stats.active", &during), 0);
+  EXPECT_GE(during, before + (size_t{64} << 20));
+  ASSERT_TRUE(jt::refresh_stats());
+  size_t active = 0;
+  EXPECT_EQ(jt::ctl_get("stats.active", &active), 0);
+  EXPECT_EQ(jt::ctl_get("approximate_stats.active", &v), 0);
+  EXPECT_EQ(v, active);
+  dallocx(p, MALLOCX_TCACHE_NONE);
+  EXPECT_EQ(jt::ctl_get("approximate_stats.active", &after), 0);
+  EXPECT_LE(after + (size_t{64} << 20), during);
+  EXPECT_EQ(mallctl("approximate_stats.active", nullptr, nullptr, &v, sizeof(v)), EPERM);
+}

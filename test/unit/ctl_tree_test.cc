@@ -450,6 +450,9 @@ const char* const kOurNames[] = {"opt.bounded_coalesce",
                                  "opt.kept_max_bytes",
                                  "arena.<i>.bounded_coalesce",
                                  "arenas.bounded_coalesce",
+                                 // jemalloc 5.3.1's (doc/compat.md#jemalloc-531-api).
+                                 "arenas.hugepage",
+                                 "approximate_stats.active",
 #define JE_COUNTER_NAME(name, meaning) "stats.arenas.<i>." #name,
                                  JE_PAC_COUNTERS_OURS(JE_COUNTER_NAME)
 #undef JE_COUNTER_NAME
