@@ -413,6 +413,13 @@ Edata* PacCore::alloc_grow(Edata* expand, size_t size, size_t alignment, bool ze
   }
   if (retain() && expand == nullptr) {
     e = grow_retained(size, alignment, zero, &commit);  // releases grow_mtx
+    if (e == nullptr) {
+      // As 5.3.0 does: when growth fails -- custom hooks that refuse to split the grown region
+      // (a region they could not split stays retained), or no region of the series' size --
+      // ask the hooks for exactly the extent needed.
+      commit = true;
+      e = alloc_wrapper(nullptr, size, alignment, zero, &commit);
+    }
   } else {
     grow_mtx_.unlock();
     // With retain, growing in place by mapping right after the extent would almost never
