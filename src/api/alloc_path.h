@@ -93,6 +93,10 @@ struct Request {
 /// General allocation of `r.usize` bytes (r.size decides the oversize arena as in 5.3.0, see
 /// large_huge_key); nullptr on failure, also for usize 0 (errno untouched).
 void* allocate(const Request& r);
+/// experimental.batch_alloc: up to `num` blocks as mallocx(size, flags) would return them,
+/// into ptrs[]; stops at the first failure and returns how many it filled (0 for an
+/// impossible size or alignment, or while a user extent hook runs).
+size_t batch_allocate(void** ptrs, size_t num, size_t size, int flags);
 /// General deallocation of a pointer we own (ptr non-null).
 void deallocate(void* ptr, unsigned tcache_flag);
 /// The slow path of the sized frees that carry flags or an alignment (sdallocx with flags, sized

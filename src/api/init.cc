@@ -12,6 +12,7 @@
 #include "arena/arena_options.h"
 #include "arena/background_thread.h"
 #include "ctl/conf.h"
+#include "ctl/ctl.h"
 #include "ctl/opt.h"
 #include "ctl/stats_print.h"
 #include "meta/sc.h"
@@ -143,6 +144,7 @@ ProfOptions prof_config(const Options& o) {
 
 bool init_hard() {
   io_set_writer(&forward_message);
+  ctl_set_batch_alloc(&api::batch_allocate);
   ConfSources sources;
   sources.built_in = config::kMallocConf;
   sources.global_malloc_conf = global_malloc_conf();

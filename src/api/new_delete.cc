@@ -55,7 +55,9 @@ JE_NOINLINE_COLD void* handle_oom(size_t usize, size_t alignment) {
   }
   if constexpr (!kNothrow) {
     if (g_opt.experimental_infallible_new) {
-      je_abort_msg("Allocation failed and opt.experimental_infallible_new is true. Aborting.");
+      // 5.3.0: a safety_check_abort hook may intercept the abort; new then returns NULL.
+      je_misuse_msg("Allocation failed and opt.experimental_infallible_new is true. Aborting.");
+      return nullptr;
     }
     if (&std::__throw_bad_alloc == nullptr) {
       je_abort_msg(

@@ -42,8 +42,9 @@ void bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory
 
 }  // namespace
 
-Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual) {
-  Base* base = Base::create(ind, g_arena_opt.metadata_thp);
+Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual, bool metadata_use_hooks) {
+  Base* base = Base::create(ind, g_arena_opt.metadata_thp,
+                            metadata_use_hooks && hooks != nullptr ? hooks : nullptr);
   if (base == nullptr) return nullptr;
   void* mem = base->alloc(sizeof(Arena), alignof(Arena));
   if (mem == nullptr) {

@@ -88,7 +88,10 @@ class Arena {
  public:
   /// Builds an arena with index `ind` in a new Base. `hooks` nullptr = default extent hooks.
   /// `manual` arenas (arenas.create) track their large extents and full slabs for reset.
-  static Arena* create(unsigned ind, extent_hooks_t* hooks, bool manual);
+  /// `metadata_use_hooks` (experimental.arenas_create_ext): the arena's Base maps its blocks
+  /// through `hooks` too.
+  static Arena* create(unsigned ind, extent_hooks_t* hooks, bool manual,
+                       bool metadata_use_hooks = false);
 
   unsigned ind() const { return ind_; }
   bool manual() const { return manual_; }

@@ -37,10 +37,11 @@ constinit unsigned g_percpu_limit = 0;               // arenas assigned by CPU u
 constinit std::atomic<uint64_t> g_next_sweep_ns{0};  // arenas_decay_sweep's next due time
 
 // Creates the arena at `ind` unless present; caller holds g_arenas_mtx.
-Arena* init_locked(unsigned ind, extent_hooks_t* hooks, bool manual) {
+Arena* init_locked(unsigned ind, extent_hooks_t* hooks, bool manual,
+                   bool metadata_use_hooks = false) {
   Arena* a = g_arenas[ind].load(std::memory_order_acquire);
   if (a != nullptr) return a;
-  a = Arena::create(ind, hooks, manual);
+  a = Arena::create(ind, hooks, manual, metadata_use_hooks);
   if (a == nullptr) return nullptr;
   g_destroyed[ind] = false;
   g_arenas[ind].store(a, std::memory_order_release);
@@ -276,7 +277,7 @@ Arena* arena_huge() {
   return a;
 }
 
-bool arena_create_manual(extent_hooks_t* hooks, unsigned* ind_out) {
+bool arena_create_manual(extent_hooks_t* hooks, unsigned* ind_out, bool metadata_use_hooks) {
   MutexGuard g(g_arenas_mtx);
   unsigned first_manual = g_narenas_auto + (g_huge_enabled ? 1 : 0);
   unsigned ind = g_narenas_total.load(std::memory_order_relaxed);
@@ -291,7 +292,7 @@ bool arena_create_manual(extent_hooks_t* hooks, unsigned* ind_out) {
   }
   if (reused != kMaxArenas) ind = reused;
   if (ind >= kMaxArenas) return false;
-  Arena* a = init_locked(ind, hooks, true);
+  Arena* a = init_locked(ind, hooks, true, metadata_use_hooks);
   if (a == nullptr) {
     if (reused != kMaxArenas) g_destroyed_stack[g_ndestroyed++] = reused;  // still free
     return false;

@@ -103,8 +103,9 @@ unsigned arenas_huge_ind();
 
 /// arenas.create: a new manual arena (optionally with user extent hooks), at the most recently
 /// destroyed manual index if any, else the next unused one. False on OOM or when the index
-/// space is exhausted.
-bool arena_create_manual(extent_hooks_t* hooks, unsigned* ind_out);
+/// space is exhausted. `metadata_use_hooks` (experimental.arenas_create_ext): the arena's
+/// metadata blocks come from `hooks` too.
+bool arena_create_manual(extent_hooks_t* hooks, unsigned* ind_out, bool metadata_use_hooks = false);
 /// arena.<i>.destroy: only manual arenas with no bound threads. False if not allowed.
 bool arena_destroy_manual(unsigned ind);
 /// Whether `ind` was destroyed and not reused (MALLCTL_ARENAS_DESTROYED views).

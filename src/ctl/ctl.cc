@@ -12,11 +12,13 @@
 #include "ctl/ctl_stats.h"
 #include "ctl/ctl_tree.h"
 #include "ctl/opt.h"
+#include "extent/ehooks.h"
 #include "extent/emap.h"
 #include "meta/sc.h"
 #include "meta/sz.h"
 #include "os/sysinfo.h"
 #include "support/config.h"
+#include "support/malloc_io.h"
 #include "thread/tcache.h"
 #include "thread/tsd.h"
 
@@ -325,6 +327,62 @@ int node_arenas_lookup(Req& r) {
   return read_out(r, ind);
 }
 
+// ---- experimental.arenas_create_ext, experimental.batch_alloc, experimental.hooks.* ----------
+
+namespace {
+
+// 5.3.0's arena_config_t (include/jemalloc/internal/arena_types.h): an ABI, not a public type.
+struct ArenaConfig {
+  extent_hooks_t* extent_hooks;
+  bool metadata_use_hooks;
+};
+// 5.3.0's batch_alloc_packet_t (ctl.c): likewise.
+struct BatchAllocPacket {
+  void** ptrs;
+  size_t num;
+  size_t size;
+  int flags;
+};
+
+constinit std::atomic<CtlBatchAllocFn> g_batch_alloc{nullptr};
+
+}  // namespace
+
+// As arenas.create, with the whole configuration written: 5.3.0's default is its default hooks
+// with metadata through them; here metadata goes through the hooks only when they are a user's
+// (ours would map the same pages the OS gives the Base anyway).
+int node_experimental_arenas_create_ext(Req& r) {
+  MutexGuard g(g_ctl_mtx);
+  if (int e = verify_read<unsigned>(r)) return e;
+  ArenaConfig c{nullptr, true};
+  if (int e = write_in(r, &c)) return e;
+  extent_hooks_t* hooks = c.extent_hooks == &kDefaultExtentHooks ? nullptr : c.extent_hooks;
+  unsigned ind;
+  if (!arena_create_manual(hooks, &ind, c.metadata_use_hooks && hooks != nullptr)) return EAGAIN;
+  return read_out(r, ind);
+}
+
+// The count can be delivered (size_t) and the packet is written whole, or nothing is allocated.
+int node_experimental_batch_alloc(Req& r) {
+  if (int e = verify_read<size_t>(r)) return e;
+  BatchAllocPacket pk;
+  if (int e = assured_write(r, &pk)) return e;
+  const CtlBatchAllocFn fn = g_batch_alloc.load(std::memory_order_acquire);
+  size_t filled = fn == nullptr || pk.num == 0 ? 0 : fn(pk.ptrs, pk.num, pk.size, pk.flags);
+  return read_out(r, filled);
+}
+
+// Write-only: a function that receives the report of a detected misuse instead of the process
+// aborting (je_misuse_msg); NULL restores the abort.
+int node_experimental_hooks_safety_check_abort(Req& r) {
+  if (int e = writeonly(r)) return e;
+  if (!r.writing()) return 0;
+  MisuseAbortHook h = nullptr;
+  if (int e = write_in(r, &h)) return e;
+  misuse_abort_hook_set(h);
+  return 0;
+}
+
 // ---- experimental.utilization.* ----------------------------------------------------------------
 // How full the slab (or extent) holding a pointer is, so a client can decide what to move when
 // it defragments. Layouts are 5.3.0's inspect_extent_util_stats(_verbose)_t.
@@ -460,6 +518,10 @@ int ctl_bymib(const size_t* mib, size_t miblen, void* oldp, size_t* oldlenp, voi
   if (node->handler == nullptr) return ENOENT;  // a partial MIB
   ctl::Req r{mib, miblen, oldp, oldlenp, newp, newlen};
   return node->handler(r);
+}
+
+void ctl_set_batch_alloc(CtlBatchAllocFn fn) {
+  ctl::g_batch_alloc.store(fn, std::memory_order_release);
 }
 
 void ctl_count_zero_realloc() { ctl::g_zero_reallocs.fetch_add(1, std::memory_order_relaxed); }

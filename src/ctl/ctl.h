@@ -35,6 +35,12 @@ int ctl_nametomib(const char* name, size_t* mibp, size_t* miblenp);
 int ctl_bymib(const size_t* mib, size_t miblen, void* oldp, size_t* oldlenp, void* newp,
               size_t newlen);
 
+/// experimental.batch_alloc's allocator: fills ptrs[] with up to `num` blocks as
+/// mallocx(size, flags) would return them and returns the count. The allocation paths are
+/// src/api's, above this layer, so src/api installs it at boot (api::batch_allocate); until
+/// then the name fills nothing.
+using CtlBatchAllocFn = size_t (*)(void** ptrs, size_t num, size_t size, int flags);
+void ctl_set_batch_alloc(CtlBatchAllocFn fn);
 /// Counts one realloc(p, 0) that freed p (`stats.zero_reallocs`). Lock-free.
 void ctl_count_zero_realloc();
 

@@ -84,6 +84,9 @@ int node_arenas_lookup(Req& r);
 int node_approximate_stats_active(Req& r);
 int node_experimental_utilization_query(Req& r);
 int node_experimental_utilization_batch_query(Req& r);
+int node_experimental_arenas_create_ext(Req& r);
+int node_experimental_batch_alloc(Req& r);
+int node_experimental_hooks_safety_check_abort(Req& r);
 
 // ---- ctl_prof.cc --------------------------------------------------------------------------------
 

@@ -208,14 +208,15 @@ constexpr Node kProf[] = {
     named("stats", kProfStats),
 };
 
-// ---- experimental.* (utilization.*, hooks.prof_*, prof_recent.*; every other leaf: ENOENT) ----
+// ---- experimental.* (every leaf but hooks.install/remove, arenas.<i>.pactivep and
+// thread.activity_callback, which answer ENOENT) ----
 
 constexpr Node kExpHooks[] = {
     leaf("install", &node_absent),
     leaf("remove", &node_absent),
     leaf("prof_backtrace", &node_experimental_hooks_prof_backtrace),
     leaf("prof_dump", &node_experimental_hooks_prof_dump),
-    leaf("safety_check_abort", &node_absent),
+    leaf("safety_check_abort", &node_experimental_hooks_safety_check_abort),
 };
 constexpr Node kExpUtilization[] = {
     leaf("query", &node_experimental_utilization_query),
@@ -236,9 +237,9 @@ constexpr Node kExperimental[] = {
     named("hooks", kExpHooks),
     named("utilization", kExpUtilization),
     indexed("arenas", &index_stats_arena, kExpArenasI),
-    leaf("arenas_create_ext", &node_absent),
+    leaf("arenas_create_ext", &node_experimental_arenas_create_ext),
     named("prof_recent", kExpProfRecent),
-    leaf("batch_alloc", &node_absent),
+    leaf("batch_alloc", &node_experimental_batch_alloc),
     named("thread", kExpThread),
 };
 

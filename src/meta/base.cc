@@ -2,10 +2,13 @@
 #include "meta/base.h"
 
 #include <atomic>
+#include <cstring>
 #include <new>
 
+#include "jemalloc/jemalloc.h"
 #include "os/pages.h"
 #include "support/config.h"
+#include "support/reentrancy.h"
 #include "support/util.h"
 
 namespace je {
@@ -42,8 +45,8 @@ constexpr size_t header_size() {
 
 }  // namespace
 
-Base::Base(unsigned ind, MetadataThp thp, uintptr_t start, size_t size)
-    : ind_(ind), thp_(thp), last_block_size_(size) {
+Base::Base(unsigned ind, MetadataThp thp, extent_hooks_s* hooks, uintptr_t start, size_t size)
+    : ind_(ind), thp_(thp), hooks_(hooks), last_block_size_(size) {
   const size_t self = header_size<Base>();
   first_ = Block{nullptr, start, start + self, start + size, false};
   blocks_ = &first_;
@@ -54,18 +57,51 @@ Base::Base(unsigned ind, MetadataThp thp, uintptr_t start, size_t size)
   stats_.n_thp = 0;
 }
 
-Base* Base::create(unsigned ind, MetadataThp thp) {
-  static_assert(header_size<Base>() < kHugepage);
+void* Base::map_block(extent_hooks_s* hooks, unsigned ind, size_t size) {
   bool commit = true;
-  void* p = pages::map(nullptr, kHugepage, kHugepage, &commit);
+  if (hooks == nullptr) return pages::map(nullptr, size, kHugepage, &commit);
+  // User hooks (experimental.arenas_create_ext, metadata_use_hooks): a hook that allocates must
+  // not come back into this arena (support/reentrancy.h).
+  ReentrancyGuard reentrant;
+  bool zero = true;
+  void* p = hooks->alloc(hooks, nullptr, size, kHugepage, &zero, &commit, ind);
   if (p == nullptr) return nullptr;
-  Base* base = new (p) Base(ind, thp, addr_of(p), kHugepage);
+  if (!commit && (hooks->commit == nullptr || hooks->commit(hooks, p, size, 0, size, ind))) {
+    unmap_block(hooks, ind, p, size);
+    return nullptr;
+  }
+  if (!zero) std::memset(p, 0, size);  // a Base hands out zero-filled memory
+  return p;
+}
+
+void Base::unmap_block(extent_hooks_s* hooks, unsigned ind, void* addr, size_t size) {
+  if (hooks == nullptr) {
+    pages::unmap(addr, size);
+    return;
+  }
+  // As 5.3.0 gives metadata back: dalloc, else at least decommit or purge what it cannot take.
+  ReentrancyGuard reentrant;
+  if (hooks->dalloc != nullptr && !hooks->dalloc(hooks, addr, size, true, ind)) return;
+  if (hooks->decommit != nullptr && !hooks->decommit(hooks, addr, size, 0, size, ind)) return;
+  if (hooks->purge_forced != nullptr && !hooks->purge_forced(hooks, addr, size, 0, size, ind)) {
+    return;
+  }
+  if (hooks->purge_lazy != nullptr) hooks->purge_lazy(hooks, addr, size, 0, size, ind);
+}
+
+Base* Base::create(unsigned ind, MetadataThp thp, extent_hooks_s* hooks) {
+  static_assert(header_size<Base>() < kHugepage);
+  void* p = map_block(hooks, ind, kHugepage);
+  if (p == nullptr) return nullptr;
+  Base* base = new (p) Base(ind, thp, hooks, addr_of(p), kHugepage);
   if (thp == MetadataThp::kAlways && base->thp_madvise_allowed()) base->advise_huge(&base->first_);
   return base;
 }
 
 bool Base::thp_madvise_allowed() const {
-  return thp_ != MetadataThp::kDisabled && pages::system_thp_mode() == pages::ThpMode::kDefault;
+  // Memory from user hooks is theirs to advise.
+  return hooks_ == nullptr && thp_ != MetadataThp::kDisabled &&
+         pages::system_thp_mode() == pages::ThpMode::kDefault;
 }
 
 void Base::advise_huge(Block* b) {
@@ -84,8 +120,7 @@ Base::Block* Base::new_block(size_t usize, size_t alignment) {
   const size_t grown = next_block_size(last_block_size_);
   const size_t size = needed > grown ? needed : grown;
 
-  bool commit = true;
-  void* p = pages::map(nullptr, size, kHugepage, &commit);
+  void* p = map_block(hooks_, ind_, size);
   if (p == nullptr) return nullptr;
 
   const uintptr_t start = addr_of(p);
@@ -174,13 +209,15 @@ void Base::destroy() {
   // Every field needed is read before the block holding `this` goes away (it goes last).
   const uintptr_t first_start = first_.start;
   const size_t first_size = first_.end - first_.start;
+  extent_hooks_s* const hooks = hooks_;
+  const unsigned ind = ind_;
   Block* b = blocks_;
   while (b != &first_) {
     Block* older = b->next;
-    pages::unmap(ptr_of(b->start), b->end - b->start);
+    unmap_block(hooks, ind, ptr_of(b->start), b->end - b->start);
     b = older;
   }
-  pages::unmap(ptr_of(first_start), first_size);
+  unmap_block(hooks, ind, ptr_of(first_start), first_size);
 }
 
 MutexStats Base::mutex_stats() {

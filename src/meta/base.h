@@ -36,14 +36,18 @@
 // stats.metadata_thp / stats.arenas.<i>.metadata_thp (n_thp x hugepage), and its mutex
 // stats.arenas.<i>.mutexes.base (arena 0: with the global base's). opt.metadata_thp selects
 // MetadataThp. Documented difference: blocks come from pages::map directly, not through the
-// arena's extent hooks (jemalloc calls the hooks unless opt.metadata_use_hooks is off), so custom
-// extent hooks never see metadata blocks.
+// arena's extent hooks (5.3.0's arenas.create calls the hooks), so custom extent hooks never see
+// metadata blocks -- except for an arena made by experimental.arenas_create_ext with
+// metadata_use_hooks, whose Base maps and unmaps its blocks through the given hooks (called with
+// the thread marked reentrant, under the Base mutex, as 5.3.0 calls them).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "support/mutex.h"
+
+struct extent_hooks_s;  // <jemalloc/jemalloc.h>'s extent_hooks_t
 
 namespace je {
 
@@ -67,8 +71,9 @@ class Base {
   };
 
   /// Maps a first block (2 MiB) and builds the Base at its start. `ind` is the owning arena's
-  /// index (0 = the global base). Returns nullptr when the OS refuses memory.
-  static Base* create(unsigned ind, MetadataThp thp);
+  /// index (0 = the global base). `hooks` non-null: every block comes from (and goes back to)
+  /// these extent hooks instead of the OS. Returns nullptr when no memory is given.
+  static Base* create(unsigned ind, MetadataThp thp, extent_hooks_s* hooks = nullptr);
 
   /// Returns `size` zero-filled bytes aligned to `alignment` (a power of two; values below the
   /// quantum are raised to it; at most config::kPage is supported by contract, larger powers of
@@ -109,7 +114,11 @@ class Base {
   };
   static constexpr unsigned kOpenBlocks = 3;
 
-  Base(unsigned ind, MetadataThp thp, uintptr_t start, size_t size);
+  Base(unsigned ind, MetadataThp thp, extent_hooks_s* hooks, uintptr_t start, size_t size);
+  // A block of `size` bytes, hugepage aligned, committed and zero-filled: from the OS, or from
+  // `hooks` when non-null. unmap_block gives one back the same way.
+  static void* map_block(extent_hooks_s* hooks, unsigned ind, size_t size);
+  static void unmap_block(extent_hooks_s* hooks, unsigned ind, void* addr, size_t size);
   bool thp_madvise_allowed() const;
   void advise_huge(Block* b);
   Block* new_block(size_t usize, size_t alignment);
@@ -118,6 +127,7 @@ class Base {
   Mutex mtx_{LockRank::kBase, "base"};
   unsigned ind_;
   MetadataThp thp_;
+  extent_hooks_s* hooks_;  // nullptr: blocks from the OS
   bool auto_thp_switched_ = false;
   unsigned n_blocks_ = 1;
   size_t last_block_size_;

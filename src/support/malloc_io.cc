@@ -414,20 +414,47 @@ void io_printf(const char* fmt, ...) {
   io_write(buf);
 }
 
-void je_abort_msg(const char* fmt, ...) {
-  char buf[4096];
+namespace {
+
+// "<jemalloc>: " + the formatted message + "\n" into buf (4 KiB; a long message is cut).
+void format_report(char (&buf)[4096], const char* fmt, va_list ap) {
   constexpr char kPrefix[] = "<jemalloc>: ";
   constexpr size_t kPrefixLen = sizeof(kPrefix) - 1;
   memcpy(buf, kPrefix, kPrefixLen);
   // The message area keeps one byte spare for the newline after the (possibly cut) message.
   constexpr size_t kRoom = sizeof(buf) - kPrefixLen - 1;
-  va_list ap;
-  va_start(ap, fmt);
   size_t n = je_vsnprintf(buf + kPrefixLen, kRoom, fmt, ap);
-  va_end(ap);
   size_t end = kPrefixLen + (n < kRoom - 1 ? n : kRoom - 1);
   buf[end] = '\n';
   buf[end + 1] = '\0';
+}
+
+constinit std::atomic<MisuseAbortHook> g_misuse_hook{nullptr};
+
+}  // namespace
+
+void je_abort_msg(const char* fmt, ...) {
+  char buf[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  format_report(buf, fmt, ap);
+  va_end(ap);
+  io_write(buf);
+  abort();
+}
+
+void misuse_abort_hook_set(MisuseAbortHook h) { g_misuse_hook.store(h, std::memory_order_release); }
+
+void je_misuse_msg(const char* fmt, ...) {
+  char buf[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  format_report(buf, fmt, ap);
+  va_end(ap);
+  if (MisuseAbortHook h = g_misuse_hook.load(std::memory_order_acquire); h != nullptr) {
+    h(buf);
+    return;
+  }
   io_write(buf);
   abort();
 }

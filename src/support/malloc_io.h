@@ -59,6 +59,16 @@ void io_printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 /// errors (lock order violations, corrupted metadata).
 [[noreturn]] void je_abort_msg(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/// experimental.hooks.safety_check_abort (5.3.0's safety_check_abort_hook_t): called with the
+/// report of a detected misuse, "<jemalloc>: <message>\n", instead of writing it and aborting.
+using MisuseAbortHook = void (*)(const char* message);
+/// Installs the hook; nullptr restores writing the report and aborting.
+void misuse_abort_hook_set(MisuseAbortHook h);
+
+/// Reports a misuse of the API the caller can carry on from (5.3.0's safety_check_fail): with a
+/// hook installed, hands it "<jemalloc>: <message>\n" and returns; otherwise as je_abort_msg.
+void je_misuse_msg(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /// Parses an unsigned integer from s[0, len) without allocation, like strtoull: leading
 /// whitespace is skipped, an optional '+' is accepted ('-' is rejected), base 0 picks 16 for a
 /// "0x"/"0X" prefix, 8 for a leading '0' and 10 otherwise; base 16 also accepts the prefix; bases

@@ -75,15 +75,24 @@ bool absent_in_reference(const std::string& n) {
                        starts(n, "experimental.prof_recent."));
 }
 
+// The experimental names not implemented here (doc/mallctl.md).
+bool unimplemented_experimental(const std::string& n) {
+  return n == "experimental.hooks.install" || n == "experimental.hooks.remove" ||
+         n == "experimental.thread.activity_callback" || starts(n, "experimental.arenas.");
+}
+
+// Experimental names whose use needs an input (a packet, a configuration, a hook); a bare read
+// says nothing about them (experimental_test covers them).
+bool experimental_with_input(const std::string& n) {
+  return n == "experimental.arenas_create_ext" || n == "experimental.batch_alloc" ||
+         n == "experimental.hooks.safety_check_abort";
+}
+
 // doc/compat.md "mallctl-unavailable" (and every profiling name in a --disable-prof build).
 bool absent_here(const std::string& n) {
   static const bool prof_built = read_bool("config.prof");
-  if (absent_in_reference(n) || (!prof_built && is_prof_name(n)) ||
-      (starts(n, "experimental.") && !starts(n, "experimental.utilization.") &&
-       !starts(n, "experimental.hooks.prof_") && !starts(n, "experimental.prof_recent."))) {
-    return true;
-  }
-  return false;
+  return absent_in_reference(n) || (!prof_built && is_prof_name(n)) ||
+         unimplemented_experimental(n);
 }
 
 // Reads `name` trying the widths a mallctl value can have; returns the rc of the last try and
@@ -130,7 +139,7 @@ TEST(every_readable_name_reads_with_its_width) {
     // dereferences the missing input). The utilization queries need input pointers and a
     // result of their struct's size; mallctl_test covers them.
     if (absent_here(n) || absent_in_reference(n) || n == "arenas.lookup" ||
-        starts(n, "experimental.utilization.")) {
+        starts(n, "experimental.utilization.") || experimental_with_input(n)) {
       continue;
     }
     size_t width;

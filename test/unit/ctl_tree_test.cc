@@ -464,7 +464,8 @@ bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 
 /// of profiling in a --disable-prof build; in a profiling build the names that need opt.prof
 /// (the unit tests boot without it, and 5.3.0 answers ENOENT then too: prof.stats.* also needs
 /// prof_stats; prof.log_*, experimental.prof_recent.*, ...); no utrace/xmalloc/UAF detection;
-/// of the experimental API only the utilization queries, the profiler's hooks and prof_recent.
+/// of the experimental API all but hooks.install/remove, thread.activity_callback and
+/// arenas.<i>.pactivep.
 bool absent_on_purpose(const std::string& n) {
   const bool prof_name = starts_with(n, "prof.") || starts_with(n, "opt.prof") ||
                          starts_with(n, "thread.prof.") || starts_with(n, "opt.lg_prof_");
@@ -475,8 +476,9 @@ bool absent_on_purpose(const std::string& n) {
   }
   // experimental.hooks.prof_* answer reads in every build (nullptr without opt.prof, as 5.3.0);
   // experimental.prof_recent.* need opt.prof, which is off here.
-  if (starts_with(n, "experimental.") && !starts_with(n, "experimental.utilization.") &&
-      !starts_with(n, "experimental.hooks.prof_")) {
+  if (starts_with(n, "experimental.prof_recent.") || n == "experimental.hooks.install" ||
+      n == "experimental.hooks.remove" || n == "experimental.thread.activity_callback" ||
+      starts_with(n, "experimental.arenas.")) {
     return true;
   }
   if (n == "opt.utrace" || n == "opt.xmalloc" || n == "opt.lg_san_uaf_align") return true;
