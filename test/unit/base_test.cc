@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "jemalloc/jemalloc.h"
 #include "os/pages.h"
 #include "support/config.h"
 #include "support/util.h"
@@ -209,6 +210,70 @@ TEST_F(BaseTest, DestroyUnmapsEveryBlock) {
   EXPECT_TRUE(unmapped(big2, 5 * kHugepage));
   EXPECT_TRUE(unmapped(small, 64));
   EXPECT_EQ(pages::resident_bytes(big1, 3 * kHugepage), 0u);
+}
+
+// experimental.arenas_create_ext with metadata_use_hooks: every block comes from the hooks'
+// alloc (hugepage aligned, with the arena's index) and goes back through their dalloc; memory
+// a hook returns not zeroed is zeroed before use; a hook that refuses to allocate fails create.
+struct HookLog {
+  int allocs = 0, dallocs = 0;
+  unsigned last_ind = 0;
+  size_t alloc_bytes = 0, dalloc_bytes = 0;
+  bool give_dirty = false, refuse = false;
+};
+HookLog g_hook_log;
+
+void* logging_alloc(extent_hooks_t*, void* new_addr, size_t size, size_t alignment, bool* zero,
+                    bool* commit, unsigned ind) {
+  if (g_hook_log.refuse) return nullptr;
+  g_hook_log.allocs++;
+  g_hook_log.last_ind = ind;
+  g_hook_log.alloc_bytes += size;
+  EXPECT_EQ(new_addr, nullptr);
+  EXPECT_EQ(alignment, kHugepage);
+  void* p = pages::map(nullptr, size, alignment, commit);
+  if (p != nullptr && g_hook_log.give_dirty) {
+    memset(p, 0xa5, size);
+    *zero = false;
+  } else {
+    *zero = true;
+  }
+  return p;
+}
+
+bool logging_dalloc(extent_hooks_t*, void* addr, size_t size, bool, unsigned) {
+  g_hook_log.dallocs++;
+  g_hook_log.dalloc_bytes += size;
+  pages::unmap(addr, size);
+  return false;
+}
+
+extent_hooks_t g_logging_hooks = {logging_alloc, logging_dalloc, nullptr, nullptr, nullptr,
+                                  nullptr,       nullptr,        nullptr, nullptr};
+
+TEST_F(BaseTest, BlocksThroughUserHooks) {
+  g_hook_log = HookLog{};
+  g_hook_log.give_dirty = true;
+  Base* b = Base::create(7, MetadataThp::kAlways, &g_logging_hooks);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(g_hook_log.allocs, 1);
+  EXPECT_EQ(g_hook_log.last_ind, 7u);
+  void* small = b->alloc(200, 16);
+  ASSERT_NE(small, nullptr);
+  EXPECT_TRUE(all_zero(small, 200));
+  void* big = b->alloc(3 * kHugepage, kPage);  // a second block
+  ASSERT_NE(big, nullptr);
+  EXPECT_TRUE(all_zero(big, 3 * kHugepage));
+  EXPECT_EQ(g_hook_log.allocs, 2);
+  EXPECT_EQ(b->stats().mapped, g_hook_log.alloc_bytes);
+  EXPECT_EQ(b->stats().n_thp, 0u);  // user memory is not advised
+  b->destroy();
+  EXPECT_EQ(g_hook_log.dallocs, 2);
+  EXPECT_EQ(g_hook_log.dalloc_bytes, g_hook_log.alloc_bytes);
+
+  g_hook_log = HookLog{};
+  g_hook_log.refuse = true;
+  EXPECT_EQ(Base::create(7, MetadataThp::kDisabled, &g_logging_hooks), nullptr);
 }
 
 TEST_F(BaseTest, ConcurrentAllocationsDoNotOverlap) {
