@@ -595,9 +595,9 @@ def plots_from_files(out, pdir=None, trace_dir=None):
                 w, a = fn[:-4].split("__", 1)
                 tw += [w] if w not in tw else []
                 ta += [a] if a not in ta else []
-        order = [a for a in ("ours", "ours-unbounded", "jemalloc", "tcmalloc", "mimalloc",
+        order = [a for a in ("ours", "ours-preset-5.3.0", "jemalloc", "tcmalloc", "mimalloc",
                              "glibc") if a in ta] + [a for a in ta if a not in
-                                                     ("ours", "ours-unbounded", "jemalloc",
+                                                     ("ours", "ours-preset-5.3.0", "jemalloc",
                                                       "tcmalloc", "mimalloc", "glibc")]
         for w in tw:
             made += plot_traces(pdir, term, trace_dir, w, order)

@@ -50,7 +50,7 @@ usage: bench/clickhouse.sh [options]
 
 Libraries (each one a libjemalloc.so.2 file; the defaults are
   ours            BUILDDIR/.libs/libjemalloc.so.2
-  ours-unbounded  the same file, MALLOC_CONF=bounded_coalesce:false
+  ours-bound-off  the same file, MALLOC_CONF=bounded_coalesce:false
   jemalloc        $DEBIAN_JEMALLOC (Debian's 5.3.0)):
   --builddir DIR      build tree holding .libs/libjemalloc.so.2 (default: the
                       tree this script is in, else the current directory)
@@ -182,8 +182,8 @@ BUILDDIR=$(cd "$BUILDDIR" && pwd)
 
 if ((DEFAULT_LIBS)); then
     add_lib ours "$BUILDDIR/.libs/libjemalloc.so.2"
-    add_lib ours-unbounded "$BUILDDIR/.libs/libjemalloc.so.2"
-    LIB_CONF[ours-unbounded]="bounded_coalesce:false"
+    add_lib ours-bound-off "$BUILDDIR/.libs/libjemalloc.so.2"
+    LIB_CONF[ours-bound-off]="bounded_coalesce:false"
     add_lib jemalloc "$DEBIAN_JEMALLOC"
 fi
 for kv in "${USER_LIBS[@]+"${USER_LIBS[@]}"}"; do

@@ -62,12 +62,14 @@ import time
 sys.dont_write_bytecode = True
 from bench_report import make_plots, summarize, write_csv  # noqa: E402
 
-DEFAULT_ALLOCATORS = ["ours", "ours-unbounded", "jemalloc", "tcmalloc", "mimalloc", "glibc"]
+DEFAULT_ALLOCATORS = ["ours", "ours-preset-5.3.0", "jemalloc", "tcmalloc", "mimalloc", "glibc"]
 # 5.3.0's extent placement and memory return in our build (doc/compat.md#placement-530):
 # unbounded merging, no dirty reuse beyond lg_extent_max_active_fit before growing,
 # oldest-first fit, no pages shared between arenas, no small extent cache, thread-cache bins of
 # fixed capacity, purging by age alone, no idle return.
-UNBOUNDED_CONF = "preset:jemalloc-5.3.0"
+PRESET_530_CONF = "preset:jemalloc-5.3.0"
+# Names an allocator had before: still accepted on the command line.
+ALLOCATOR_ALIASES = {"ours-unbounded": "ours-preset-5.3.0"}
 
 # Library search: the multiarch directory of this machine first.
 LIB_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
@@ -87,7 +89,7 @@ class Allocator:
     def __init__(self, name, preload, env=None, note=""):
         self.name = name
         self.preload = preload      # path of the library to LD_PRELOAD, None = glibc
-        self.env = dict(env or {})  # extra environment (MALLOC_CONF for ours-unbounded)
+        self.env = dict(env or {})  # extra environment (MALLOC_CONF for ours-preset-5.3.0)
         self.note = note
         self.available = True
         self.why = ""
@@ -117,8 +119,9 @@ def allocator_registry(args):
     ours = os.path.abspath(ours)
     reg = {
         "ours": Allocator("ours", ours, note="this tree"),
-        "ours-unbounded": Allocator("ours-unbounded", ours, {"MALLOC_CONF": UNBOUNDED_CONF},
-                                    note="ours, 5.3.0's unbounded eager coalescing, growth order and arena separation"),
+        "ours-preset-5.3.0": Allocator("ours-preset-5.3.0", ours, {"MALLOC_CONF": PRESET_530_CONF},
+                                       note="ours, preset:jemalloc-5.3.0 (every option of ours "
+                                       "that places, keeps or returns memory as 5.3.0 does)"),
         "jemalloc": Allocator("jemalloc", find_system_lib("libjemalloc.so.2"),
                               note="Debian's jemalloc 5.3.0 (baseline)"),
         "tcmalloc": Allocator("tcmalloc", find_system_lib("libtcmalloc_minimal.so.4",
@@ -275,6 +278,7 @@ def mimalloc_bench_info(args):
 def select(names, registry, what):
     out = []
     for pat in names:
+        pat = ALLOCATOR_ALIASES.get(pat, pat) if what == "allocator" else pat
         hits = [n for n in registry if fnmatch.fnmatchcase(n, pat)]
         if not hits:
             sys.exit("unknown %s %r (known: %s)" % (what, pat, ", ".join(registry)))
@@ -500,7 +504,7 @@ def probe(ctx, a):
                 served or "?", a.preload)
     if a.name.endswith("-prof") and a.info.get("opt.prof") != "true":
         a.note += " [warning: opt.prof reads %s]" % a.info.get("opt.prof", "n/a")
-    if a.name == "ours-unbounded" and a.info.get("opt.bounded_coalesce") != "false":
+    if a.name == "ours-preset-5.3.0" and a.info.get("opt.bounded_coalesce") != "false":
         a.note += " [warning: opt.bounded_coalesce reads %s]" % a.info.get(
             "opt.bounded_coalesce", "n/a")
 

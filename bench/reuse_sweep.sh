@@ -5,7 +5,7 @@
 #   bench/reuse_sweep.sh [-b BUILDDIR] [-B BURST_BYTES] [-r ROUNDS] [-a ALIGN] [-c CONF]
 #                        [-s "SIZE ..."] [NAME=LIB.so ...]
 #
-# Allocators: ours (BUILDDIR/.libs/libjemalloc.so.2), ours-unbounded (the same with
+# Allocators: ours (BUILDDIR/.libs/libjemalloc.so.2), ours-bound-off (the same with
 # bounded_coalesce:false), Debian's jemalloc 5.3.0, tcmalloc, mimalloc, glibc -- those
 # installed -- plus every NAME=LIB.so given (e.g. another jemalloc build to compare).
 # -c CONF is passed as MALLOC_CONF to every jemalloc-family library (ours, jemalloc, NAME=):
@@ -45,7 +45,7 @@ prog=$builddir/bench/reuse_sweep
 libdir=/usr/lib/x86_64-linux-gnu
 # name|library|MALLOC_CONF ("-": none, "=": the -c string)
 specs="ours|$builddir/.libs/libjemalloc.so.2|=
-ours-unbounded|$builddir/.libs/libjemalloc.so.2|bounded_coalesce:false
+ours-bound-off|$builddir/.libs/libjemalloc.so.2|bounded_coalesce:false
 jemalloc|$libdir/libjemalloc.so.2|=
 tcmalloc|$libdir/libtcmalloc_minimal.so.4|-
 mimalloc|$libdir/libmimalloc.so.2|-

@@ -1,7 +1,8 @@
 #!/bin/bash
-# scaling16.sh: thread-scaling comparison (1, 4, 16 threads) of ours, ours with
-# 5.3.0's extent placement (doc/compat.md#placement-530), Debian's jemalloc, tcmalloc, mimalloc and glibc, 3 interleaved
-# repetitions; RESULT lines go to $OUT/results.txt (bench/results/*-16cpu.md was made from one).
+# scaling16.sh: thread-scaling comparison (1, 4, 16 threads) of ours, ours under
+# preset:jemalloc-5.3.0 (doc/compat.md#placement-530), Debian's jemalloc, tcmalloc, mimalloc and
+# glibc, 3 interleaved repetitions; RESULT lines go to $OUT/results.txt (the ChangeLog names the
+# last 16-CPU report made from one).
 # Meant for a many-core machine without the build tools: it runs from a folder laid out as
 #   build/.libs/libjemalloc.so.2   build/bench/{rallocx_4k16k,agg_hash,server_sim,pipeline}
 #   libs/{libjemalloc.so.2,libtcmalloc_minimal.so.4,libmimalloc.so.2}   (the other allocators)
@@ -9,11 +10,11 @@
 cd "$(dirname "$0")"
 L=$PWD/libs; B=$PWD/build/bench; O=${OUT:-/tmp}
 echo "host: $(nproc) cpus, $(uname -r), thp $(cat /sys/kernel/mm/transparent_hugepage/enabled)" | tee $O/results.txt
-declare -A LIB=( [ours]=$PWD/build/.libs/libjemalloc.so.2 [ours-unbounded]=$PWD/build/.libs/libjemalloc.so.2 [jemalloc]=$L/libjemalloc.so.2 [tcmalloc]=$L/libtcmalloc_minimal.so.4 [mimalloc]=$L/libmimalloc.so.2 [glibc]= )
-ALLOCS="ours ours-unbounded jemalloc tcmalloc mimalloc glibc"
+declare -A LIB=( [ours]=$PWD/build/.libs/libjemalloc.so.2 [ours-preset-5.3.0]=$PWD/build/.libs/libjemalloc.so.2 [jemalloc]=$L/libjemalloc.so.2 [tcmalloc]=$L/libtcmalloc_minimal.so.4 [mimalloc]=$L/libmimalloc.so.2 [glibc]= )
+ALLOCS="ours ours-preset-5.3.0 jemalloc tcmalloc mimalloc glibc"
 run() { # alloc workload cmd...
   local a=$1 w=$2; shift 2
-  local conf=; [ "$a" = ours-unbounded ] && conf=bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,borrow_dirty:false,decay_hold_peak:false,idle_arena_decay:false,extent_cache_bytes:0,tcache_grow_bytes:0
+  local conf=; [ "$a" = ours-preset-5.3.0 ] && conf=preset:jemalloc-5.3.0
   local line
   line=$(env ${LIB[$a]:+LD_PRELOAD=${LIB[$a]}} ${conf:+MALLOC_CONF=$conf} timeout 120 "$@" 2>&1 | grep '^RESULT' | tail -1)
   echo "alloc=$a workload=$w $line" >> $O/results.txt
