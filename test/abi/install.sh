@@ -49,7 +49,7 @@ I=$dest$includedir
 for f in "$L/libjemalloc.so.2" "$L/libjemalloc.so" "$I/jemalloc/jemalloc.h" \
     "$dest$pkgconfigdir/jemalloc.pc" "$dest$bindir/jemalloc-config" "$dest$docdir/COPYING" \
     "$dest$bindir/jemalloc.sh" "$dest$mandir/man3/jemalloc.3" "$dest$docdir/jemalloc.html" \
-    "$dest$docdir/README.md"; do
+    "$dest$docdir/README.md" "$dest$docdir/ChangeLog"; do
   if [ -e "$f" ]; then
     echo "installed: ${f#"$dest"}$( [ -L "$f" ] && echo " -> $(readlink "$f")")"
   else

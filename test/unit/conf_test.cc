@@ -218,7 +218,9 @@ TEST_F(ConfTest, EveryParseableKeyAcceptsAValidValue) {
     parseable += o != nullptr && (o->flags & je::kOptParse) != 0;
   }
   EXPECT_EQ(covered, parseable);
-  if (je::config::kProf) EXPECT_EQ(covered, sizeof(kValid) / sizeof(kValid[0]));
+  if (je::config::kProf) {
+    EXPECT_EQ(covered, sizeof(kValid) / sizeof(kValid[0]));
+  }
   parse("bin_shards:1-16:2");
   EXPECT_EQ(g_opt.bin_shards[0], 2);
   EXPECT_EQ(g_opt.bin_shards[1], 2);
