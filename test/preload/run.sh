@@ -44,7 +44,7 @@ for s in $scripts; do
   [ -f "$logs/$s.status" ] && read -r rc secs <"$logs/$s.status"
   case $rc in
     0) report PASS "$s" "${secs}s" ;;
-    77) report SKIP "$s" "$(grep -v '^[[:space:]]*$' "$log" | tail -n 1 | sed 's/^SKIP: //')" ;;
+    77) report SKIP "$s" "$(skip_reason "$log")" ;;
     *) report FAIL "$s" "exit status $rc, ${secs}s" ;;
   esac
   if [ "$VERBOSE" = 1 ] || { [ $rc != 0 ] && [ $rc != 77 ]; }; then

@@ -99,7 +99,7 @@ for run in $runs; do
   secs=$(( $(date +%s) - start ))
   case $rc in
     0) report PASS "$label" "${secs}s" ;;
-    77) report SKIP "$label" "$(grep -v '^[[:space:]]*$' "$tmp/log" | tail -n 1)" ;;
+    77) report SKIP "$label" "$(skip_reason "$tmp/log")" ;;
     *)
       [ $rc = 124 ] || [ $rc = 137 ] && echo "(timed out after ${RUN_TIMEOUT}s)" >>"$tmp/log"
       report FAIL "$label" "exit status $rc, ${secs}s"
