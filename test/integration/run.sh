@@ -114,7 +114,7 @@ run_one() {
       elif grep -q '^\[ SKIP \]' "$log" &&
           ! grep '^\[ SKIP \]' "$log" | grep -vq ': documented difference from jemalloc 5.3.0'; then
         # Every test checks a deliberate difference (TEST_COMPAT), skipped on the reference.
-        report NA "$name" "every test checks a documented difference from 5.3.0 (doc/compat.md)"
+        report NA "$name" "every test checks a documented difference from 5.3.0, listed in doc/compat.md"
       else
         report SKIP "$name" "$(skip_reason "$log")"
       fi
