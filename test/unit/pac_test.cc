@@ -122,7 +122,9 @@ void dirty_head_case(bool reuse_before_grow, bool zero) {
   const unsigned char* p = static_cast<const unsigned char*>(base);
   EXPECT_EQ(p[4096], zero ? 0 : 0x5a);
   EXPECT_EQ(b->zeroed, zero);
-  if (zero) EXPECT_EQ(p[1536 * kKiB - 1], 0);
+  if (zero) {
+    EXPECT_EQ(p[1536 * kKiB - 1], 0);
+  }
 }
 
 TEST(Pac, GrowthExtendsADirtyHeadByRetainedPages) {
