@@ -28,10 +28,10 @@
 //
 // jemalloc mapping: the `opt_*` globals scattered over jemalloc.c, arena.c, tcache.c, pa.c,
 // background_thread.c, extent.c, ...; the `opt.*` mallctl nodes of ctl.c. Deliberate
-// differences (documented in doc/options.md): built like `--disable-prof` (every prof* key is an
-// "Invalid conf pair" and `opt.prof*` is absent), and our own keys `bounded_coalesce`,
-// `idle_arena_decay`, `reuse_before_grow`, `extent_best_fit`, `purge_on_grow`, `borrow_dirty`,
-// `decay_hold_peak` and `safety_checks`.
+// differences (documented in doc/options.md): the keys of ours, the table's "ours:" rows (the
+// placement and memory-return options of doc/design/memory-return.md, `preset`,
+// `safety_checks`); with `--disable-prof` every prof* key is an "Invalid conf pair" and
+// `opt.prof*` is absent, as in jemalloc built that way.
 #pragma once
 
 #include <sys/types.h>
