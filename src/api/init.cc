@@ -139,6 +139,7 @@ ProfOptions prof_config(const Options& o) {
   p.recent_alloc_max = o.prof_recent_alloc_max;
   p.log = o.prof_log;
   p.time_high = o.prof_time_res == ProfTimeRes::kHigh;
+  p.bt_max = o.prof_bt_max;
   return p;
 }
 

@@ -63,6 +63,7 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual, bool meta
   a->manual_ = manual;
   a->base_ = base;
   a->create_ns_ = nstime_now_ns();
+  a->set_default_name(arenas_huge_enabled() && ind == arenas_huge_ind() && !manual);
   PacOptions o;
   o.ind = ind;
   o.base = base;
@@ -97,6 +98,40 @@ Arena* Arena::create(unsigned ind, extent_hooks_t* hooks, bool manual, bool meta
     return nullptr;
   }
   return a;
+}
+
+void Arena::set_name(const char* s) {
+  size_t n = 0;
+  while (n + 1 < kNameLen && s[n] != '\0') {
+    name_[n] = s[n];
+    n++;
+  }
+  name_[n] = '\0';
+}
+
+void Arena::set_default_name(bool huge) {
+  if (huge) {
+    set_name("auto_oversize");
+    return;
+  }
+  // "auto_<ind>" / "manual_<ind>", without a formatting library (core code does not allocate).
+  char buf[kNameLen] = {};
+  const char* prefix = manual_ ? "manual_" : "auto_";
+  size_t n = 0;
+  while (prefix[n] != '\0') {
+    buf[n] = prefix[n];
+    n++;
+  }
+  char digits[12];
+  size_t nd = 0;
+  unsigned v = ind_;
+  do {
+    digits[nd++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  while (nd > 0) buf[n++] = digits[--nd];
+  buf[n] = '\0';
+  set_name(buf);
 }
 
 // ---- small -------------------------------------------------------------------------------

@@ -96,6 +96,14 @@ class Arena {
   unsigned ind() const { return ind_; }
   bool manual() const { return manual_; }
 
+  /// arena.<i>.name (jemalloc 5.3.1): room for a name, its NUL included; longer names are cut.
+  static constexpr size_t kNameLen = 32;
+  /// The name, NUL-terminated (at most kNameLen bytes). Starts as "auto_<i>", "manual_<i>" or,
+  /// for the huge arena, "auto_oversize", as 5.3.1 names them. Not synchronized: ctl reads and
+  /// writes it under its mutex; nothing else touches it after create.
+  const char* name() const { return name_; }
+  void set_name(const char* s);
+
   // ---- small ------------------------------------------------------------------------------
   /// One region of small class `binind` (no tcache). nullptr on OOM.
   void* malloc_small(szind_t binind, bool zero);
@@ -247,6 +255,8 @@ class Arena {
   void postfork_child();
 
  private:
+  /// Sets the name an arena starts with (see name()).
+  void set_default_name(bool huge);
   Edata* slab_alloc(szind_t binind, unsigned shard);
   /// Up to `k` new slabs of the class into out[] (fewer only on OOM), their pages taken from
   /// the page allocator in one batch (Pac::alloc_batch). Returns how many.
@@ -272,6 +282,7 @@ class Arena {
   Bin* bins_ = nullptr;  // g_nbins_total bins, class by class (see bin())
   std::atomic<unsigned> binshard_next_{0};
   uint64_t create_ns_ = 0;
+  char name_[kNameLen] = {};
   Mutex large_mtx_{LockRank::kArenaLarge, "arena_large"};
   EdataList large_;  // manual arenas only
   std::atomic<size_t> internal_{0};

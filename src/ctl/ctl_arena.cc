@@ -251,6 +251,36 @@ int node_bounded_coalesce(Req& r) {
   return 0;
 }
 
+/// arena.<i>.name (jemalloc 5.3.1; char*, read and write in one call allowed, the read first).
+/// Both directions pass a `char*`: a read copies the name, NUL included (at most
+/// Arena::kNameLen bytes), into the buffer *(char**)oldp points at; a write takes the string
+/// newp points at, cut to kNameLen - 1 characters. 5.3.1's errors: <i> = ALL or not below
+/// arenas.narenas, *oldlenp or newlen other than sizeof(char*), a NULL name: EINVAL; no arena
+/// at <i> (not created yet, destroyed): EFAULT.
+int node_name(Req& r) {
+  MutexGuard g(g_ctl_mtx);
+  unsigned ind;
+  if (int e = mib_unsigned(r, 1, &ind)) return e;
+  if (ind == kArenasAll || ind >= arenas_narenas_total()) return EINVAL;
+  Arena* a = arena_at(ind);
+  if (a == nullptr) return EFAULT;
+  if (r.oldp != nullptr && r.oldlenp != nullptr) {
+    if (*r.oldlenp != sizeof(char*)) return EINVAL;
+    char* out = *static_cast<char**>(r.oldp);
+    const char* cur = a->name();
+    size_t n = std::strlen(cur) + 1;
+    std::memcpy(out, cur, n);
+  }
+  if (r.newp != nullptr) {
+    const char* in = nullptr;
+    if (r.newlen != sizeof(char*)) return EINVAL;
+    std::memcpy(&in, r.newp, sizeof(in));
+    if (in == nullptr) return EINVAL;
+    a->set_name(in);
+  }
+  return 0;
+}
+
 }  // namespace
 
 bool index_arena(const size_t*, size_t, size_t i) {
@@ -271,6 +301,8 @@ constexpr Node kArenaChildren[kNArenaChildren] = {
     leaf("retain_grow_limit", &node_retain_grow_limit),
     // Ours, after 5.3.0's names so that their MIBs stay the same.
     leaf("bounded_coalesce", &node_bounded_coalesce),
+    // jemalloc 5.3.1's, likewise after 5.3.0's (5.3.1 has it last too, after retain_grow_limit).
+    leaf("name", &node_name),
 };
 
 }  // namespace je::ctl

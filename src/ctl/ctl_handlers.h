@@ -41,7 +41,7 @@ inline constexpr size_t kNStatsChildren = 11;
 extern const Node kStatsChildren[kNStatsChildren];
 
 /// Children of `arena.<i>` (ctl_arena.cc), and the check of <i>.
-inline constexpr size_t kNArenaChildren = 12;
+inline constexpr size_t kNArenaChildren = 13;
 extern const Node kArenaChildren[kNArenaChildren];
 bool index_arena(const size_t* mib, size_t pos, size_t index);
 

@@ -121,6 +121,8 @@ constexpr const char* kOptNames[] = {
     "bounded_coalesce", "idle_arena_decay", "reuse_before_grow", "extent_best_fit",
     "purge_on_grow", "borrow_dirty", "decay_hold_peak", "oversize_hold", "safety_checks",
     "extent_cache_bytes", "tcache_grow_bytes", "idle_return", "kept_max_bytes",
+    // jemalloc 5.3.1's (the two it exports as opt.*).
+    "prof_bt_max", "process_madvise_max_batch",
 };
 // clang-format on
 constexpr size_t kNOpt = sizeof(kOptNames) / sizeof(kOptNames[0]);

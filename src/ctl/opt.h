@@ -62,7 +62,8 @@ enum class OptKind : uint8_t {
   kString,     ///< free text (prof_prefix), cut to kOptPathMax - 1; `const char*` to a g_opt buffer
   kBinShards,  ///< "lo-hi:n|lo-hi:n..." per small bin shard counts
   kSlabPages,  ///< "lo-hi:pages|..." per small bin slab pages
-  kAlias,      ///< no storage: sets another option (lg_tcache_max -> tcache_max)
+  kAlias,      ///< no storage: sets another option (lg_tcache_max -> tcache_max), or none
+               ///< (tcache_ncached_max: checked, then dropped)
   kNotBuilt,   ///< no storage: a 5.3.0 key of a feature this build leaves out ("Invalid conf pair")
 };
 
@@ -203,6 +204,8 @@ inline constexpr size_t kOptMaxBackgroundThreadsDefault = 4;
 /// pages).
 inline constexpr size_t kOptPage = config::kPage;
 inline constexpr size_t kOptHugepage = size_t{2} << 20;
+/// `process_madvise_max_batch` upper bound (clipped): jemalloc 5.3.1's, 2048 bytes of iovecs.
+inline constexpr size_t kOptProcessMadviseMaxBatchLimit = 2048 / 16;
 /// 16.16 fixed-point one.
 inline constexpr uint32_t kOptFxpOne = uint32_t{1} << 16;
 
@@ -501,6 +504,17 @@ struct OptStorage<OptKind::kNotBuilt> {
   X(safety_checks, Bool, false, (opt_any()), kOptBoth, "ours: supported",                          \
     "Detect application misuse (double, sized-size-mismatched, invalid or interior frees; with "   \
     "junk, writes after free) and abort with a message; always on with --enable-debug.")           \
+  X(process_madvise_max_batch, SizeT, size_t{0},                                                  \
+    (opt_urange(0, kOptProcessMadviseMaxBatchLimit, kOptCheckMax | kOptClip)), kOptBoth,           \
+    "jemalloc 5.3.1's: accepted and reported; no effect (always madvise)",                         \
+    "Most regions one process_madvise(2) purge call may carry; 0: madvise(2) only.")               \
+  X(calloc_madvise_threshold, SizeT, size_t{8} << 20,                                             \
+    (opt_urange(0, kOptLargeMaxClass, kOptCheckMax)), kOptParse,                                   \
+    "jemalloc 5.3.1's: accepted (no opt.*, as 5.3.1); no effect (zeroing as 5.3.0)",               \
+    "Zeroed large requests below this size are zeroed with memset, not by purging.")               \
+  X(tcache_ncached_max, Alias, {}, (opt_any()), kOptParse,                                         \
+    "jemalloc 5.3.1's: syntax checked (no opt.*, as 5.3.1); no effect (capacities as 5.3.0)",      \
+    "Thread-cache capacity per size range: \"lo-hi:n|...\"; n clipped to 8191.")                  \
   X(utrace, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT",      \
     "utrace(2) tracing of allocation calls.")                                                      \
   X(xmalloc, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT",     \
@@ -539,6 +553,11 @@ struct OptStorage<OptKind::kNotBuilt> {
   X(prof_time_resolution, Choice, (opt_pick(kProfTimeResNames, "default")),                        \
     (opt_choice(kProfTimeResNames)), kOptProfBoth, kOptProfStatus,                                 \
     "Clock of prof_log / prof_recent times: default (coarse) or high.")                            \
+  X(prof_bt_max, Unsigned, 128u,                                                                   \
+    (opt_urange(1, std::numeric_limits<unsigned>::max(), kOptCheckMin | kOptCheckMax | kOptClip)), \
+    kOptProfBoth,                                                                                  \
+    "jemalloc 5.3.1's; keeps at most 128 frames (more reads back); no prof build: ENOENT",         \
+    "Deepest backtrace profiling records.")                                                        \
   X(prof_unbias, Bool, true, (opt_any()), kOptProfParse, kOptProfStatus,                           \
     "Unbias sampled counts in dumps.")                                                             \
   X(prof_log, Bool, false, (opt_any()), kOptProfParse, kOptProfStatus,                             \

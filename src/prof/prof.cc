@@ -86,7 +86,8 @@ bool ProfOptions::operator==(const ProfOptions& o) const {
          lg_interval == o.lg_interval && gdump == o.gdump && final_dump == o.final_dump &&
          leak == o.leak && leak_error == o.leak_error && accum == o.accum && unbias == o.unbias &&
          sys_thread_name == o.sys_thread_name && stats == o.stats &&
-         recent_alloc_max == o.recent_alloc_max && log == o.log && time_high == o.time_high;
+         recent_alloc_max == o.recent_alloc_max && log == o.log && time_high == o.time_high &&
+         bt_max == o.bt_max;
 }
 
 bool prof_boot(const ProfOptions& o) {
@@ -107,6 +108,7 @@ bool prof_boot(const ProfOptions& o) {
   extent::gdump_boot(o.gdump);
   // As in 5.3.0, the backtrace hook reads as the default unwinder only with opt.prof.
   prof_backtrace_hook_set(&prof_backtrace_default_hook);
+  prof_backtrace_set_depth(o.bt_max);
   prof_recent_boot(o.recent_alloc_max);
   prof_detail::g_enabled = true;
   return true;
@@ -172,7 +174,6 @@ void prof_reset(size_t lg_sample) {
   // what is left (the table clamps at zero).
   if (prof_enabled()) prof_ctx_reset();
 }
-
 
 bool prof_stats_enabled() { return prof_enabled() && g_opts.stats; }
 

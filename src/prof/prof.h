@@ -50,10 +50,11 @@ struct ProfOptions {
   bool accum = false;
   bool unbias = true;
   bool sys_thread_name = false;
-  bool stats = false;  // opt.prof_stats
+  bool stats = false;            // opt.prof_stats
   ssize_t recent_alloc_max = 0;  // prof_recent_alloc_max (-1: unlimited)
   bool log = false;              // prof_log: start the allocation log at boot
   bool time_high = false;        // prof_time_resolution:high (CLOCK_REALTIME)
+  unsigned bt_max = 128;         // prof_bt_max (5.3.1): frames kept, clipped to kProfBtMax
 
   bool operator==(const ProfOptions&) const;
 };

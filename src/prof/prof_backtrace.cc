@@ -10,6 +10,12 @@
 
 namespace je {
 
+constinit unsigned g_prof_bt_depth = kProfBtMax;
+
+void prof_backtrace_set_depth(unsigned depth) {
+  g_prof_bt_depth = depth < 1 ? 1 : depth > kProfBtMax ? kProfBtMax : depth;
+}
+
 _Unwind_Reason_Code prof_backtrace_frame(struct _Unwind_Context* ctx, void* arg) {
   auto* w = static_cast<ProfBtWalk*>(arg);
   const uintptr_t ip = _Unwind_GetIP(ctx);
@@ -19,7 +25,7 @@ _Unwind_Reason_Code prof_backtrace_frame(struct _Unwind_Context* ctx, void* arg)
     return _URC_NO_REASON;
   }
   w->bt->vec[w->bt->len++] = ip;
-  return w->bt->len == kProfBtMax ? _URC_END_OF_STACK : _URC_NO_REASON;
+  return w->bt->len >= g_prof_bt_depth ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
 namespace {
@@ -62,11 +68,12 @@ JE_NOINLINE unsigned prof_backtrace(ProfBt* bt, unsigned skip) {
   bt->len = 0;
   if (prof_backtrace_hooked()) {
     const ProfBacktraceHook hook = g_hook.load(std::memory_order_acquire);
-    // A client's hook: its frames as given (at most kProfBtMax; `skip` concerns our unwinder).
+    // A client's hook: its frames as given (at most the depth; `skip` concerns our unwinder).
     void* frames[kProfBtMax];
     unsigned n = 0;
-    hook(frames, &n, kProfBtMax);
-    if (n > kProfBtMax) n = kProfBtMax;
+    const unsigned depth = g_prof_bt_depth;
+    hook(frames, &n, depth);
+    if (n > depth) n = depth;
     for (unsigned i = 0; i < n; i++) bt->vec[i] = reinterpret_cast<uintptr_t>(frames[i]);
     bt->len = n;
     return n;

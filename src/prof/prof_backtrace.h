@@ -12,7 +12,8 @@
 // Layer: prof. Callers: the prof module, src/api/alloc_path (prof_backtrace_inline, in the
 // entry point's own frame), unit tests.
 // Hook: experimental.hooks.prof_backtrace replaces the unwinder. The installed function gets
-// the frame array, a length to fill and the capacity (kProfBtMax); its frames are kept as it
+// the frame array, a length to fill and the capacity (g_prof_bt_depth, opt.prof_bt_max up
+// to kProfBtMax); its frames are kept as it
 // returns them (the leading frames inside this library are still dropped by the caller, so a
 // hook that unwinds for real gives the same traces as ours). With opt.prof the hook starts as
 // prof_backtrace_default_hook (our unwinder behind the hook's signature, so a client can save
@@ -35,6 +36,12 @@ namespace je {
 
 /// Deepest backtrace kept (5.3.0's PROF_BT_MAX).
 inline constexpr unsigned kProfBtMax = 128;
+
+/// The depth captures keep: opt.prof_bt_max (jemalloc 5.3.1), at most kProfBtMax, the array's
+/// size. Written once at boot (prof_boot, single-threaded), read by every capture.
+extern unsigned g_prof_bt_depth;
+/// Sets g_prof_bt_depth to `depth` clipped to [1, kProfBtMax]. Boot only.
+void prof_backtrace_set_depth(unsigned depth);
 
 /// One captured backtrace: vec[0] is the innermost kept frame.
 struct ProfBt {

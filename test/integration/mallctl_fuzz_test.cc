@@ -572,6 +572,7 @@ const char* our_addition(const size_t* mib, size_t len) {
   // jemalloc 5.3.1's names, after 5.3.0's and ours.
   if (len == 2 && mib[0] == 9 && mib[1] == 14) return "arenas.hugepage";
   if (len >= 1 && mib[0] == 13) return "approximate_stats.*";
+  if (len == 3 && mib[0] == 8 && mib[2] == 12) return "arena.*.name";
   return "?";
 }
 
@@ -752,6 +753,7 @@ constexpr Excl kDocumented[] = {
     // compat.md#jemalloc-531-api: jemalloc 5.3.1's names (ENOENT in 5.3.0).
     {"arenas.hugepage", nullptr, kNoN2m, "jemalloc-531-api"},
     {"approximate_stats.*", nullptr, kNoN2m, "jemalloc-531-api"},
+    {"arena.*.name", nullptr, kNoN2m, "jemalloc-531-api"},
 };
 
 // KNOWN BUGS of this library: differences from 5.3.0 that doc/compat.md does not document.

@@ -868,3 +868,114 @@ TEST_COMPAT(jemalloc_531_names, "jemalloc-531-api") {
   EXPECT_LE(after + (size_t{64} << 20), during);
   EXPECT_EQ(mallctl("approximate_stats.active", nullptr, nullptr, &v, sizeof(v)), EPERM);
 }
+
+// arena.<i>.name (jemalloc 5.3.1): both directions pass a char*; names start as auto_<i>,
+// manual_<i> or auto_oversize and are cut to 31 characters.
+int arena_name_get(unsigned ind, char* buf, size_t oldlen = sizeof(char*)) {
+  char name[128];
+  char* p = buf;
+  return mallctl(jt::ctl_name(name, "arena.%u.name", ind), &p, &oldlen, nullptr, 0);
+}
+
+int arena_name_set(unsigned ind, const char* s, size_t newlen = sizeof(char*)) {
+  char name[128];
+  return mallctl(jt::ctl_name(name, "arena.%u.name", ind), nullptr, nullptr, &s, newlen);
+}
+
+TEST_COMPAT(arena_name, "jemalloc-531-api") {
+  char buf[64];
+  ASSERT_EQ(arena_name_get(0, buf), 0);
+  EXPECT_STREQ(buf, "auto_0");
+  size_t mib[4];
+  size_t miblen = 4;
+  ASSERT_EQ(mallctlnametomib("arena.0.name", mib, &miblen), 0);
+  EXPECT_EQ(miblen, 3u);
+  EXPECT_EQ(mib[2], 12u);  // after 5.3.0's names and ours
+
+  unsigned a = 0;
+  size_t len = sizeof(a);
+  ASSERT_EQ(mallctl("arenas.create", &a, &len, nullptr, 0), 0);
+  char want[32];
+  std::snprintf(want, sizeof(want), "manual_%u", a);
+  ASSERT_EQ(arena_name_get(a, buf), 0);
+  EXPECT_STREQ(buf, want);
+
+  // Write, then read and write in one call (the old name comes back).
+  EXPECT_EQ(arena_name_set(a, "pool of buffers"), 0);
+  char old[64] = {};
+  char* op = old;
+  size_t ol = sizeof(char*);
+  const char* nv = "second";
+  char name[128];
+  EXPECT_EQ(mallctl(jt::ctl_name(name, "arena.%u.name", a), &op, &ol, &nv, sizeof(nv)), 0);
+  EXPECT_STREQ(old, "pool of buffers");
+  ASSERT_EQ(arena_name_get(a, buf), 0);
+  EXPECT_STREQ(buf, "second");
+  // Longer than 31 characters: cut.
+  EXPECT_EQ(arena_name_set(a, "0123456789abcdefghijklmnopqrstuvwxyz"), 0);
+  ASSERT_EQ(arena_name_get(a, buf), 0);
+  EXPECT_STREQ(buf, "0123456789abcdefghijklmnopqrstu");
+
+  // 5.3.1's errors: wrong lengths, a NULL name, ALL or an index past arenas.narenas: EINVAL;
+  // an index without an arena: EFAULT.
+  EXPECT_EQ(arena_name_get(a, buf, sizeof(char*) - 1), EINVAL);
+  EXPECT_EQ(arena_name_set(a, "x", 1), EINVAL);
+  EXPECT_EQ(arena_name_set(a, nullptr), EINVAL);
+  EXPECT_EQ(arena_name_get(MALLCTL_ARENAS_ALL, buf), EINVAL);
+  unsigned narenas = 0;
+  ASSERT_EQ(jt::ctl_get("arenas.narenas", &narenas), 0);
+  EXPECT_EQ(arena_name_get(narenas, buf), EINVAL);
+  ASSERT_EQ(arena_name_get(a, buf), 0);
+  EXPECT_STREQ(buf, "0123456789abcdefghijklmnopqrstu");  // errors left it alone
+
+  EXPECT_EQ(mallctl(jt::ctl_name(name, "arena.%u.destroy", a), nullptr, nullptr, nullptr, 0), 0);
+  EXPECT_EQ(arena_name_get(a, buf), EFAULT);
+  // A new arena at that index starts with the default name again.
+  unsigned b = 0;
+  len = sizeof(b);
+  ASSERT_EQ(mallctl("arenas.create", &b, &len, nullptr, 0), 0);
+  std::snprintf(want, sizeof(want), "manual_%u", b);
+  ASSERT_EQ(arena_name_get(b, buf), 0);
+  EXPECT_STREQ(buf, want);
+  EXPECT_EQ(mallctl(jt::ctl_name(name, "arena.%u.destroy", b), nullptr, nullptr, nullptr, 0), 0);
+
+  // The huge arena (a block above oversize_threshold lands there), unless the option is 0.
+  size_t threshold = 0;
+  ASSERT_EQ(jt::ctl_get("opt.oversize_threshold", &threshold), 0);
+  if (threshold != 0) {
+    void* p = mallocx(threshold + (size_t{1} << 20), MALLOCX_TCACHE_NONE);
+    ASSERT_NOT_NULL(p);
+    unsigned h = 0;
+    len = sizeof(h);
+    ASSERT_EQ(mallctl("arenas.lookup", &h, &len, &p, sizeof(p)), 0);
+    ASSERT_EQ(arena_name_get(h, buf), 0);
+    EXPECT_STREQ(buf, "auto_oversize");
+    dallocx(p, MALLOCX_TCACHE_NONE);
+  }
+}
+
+// opt.prof_bt_max and opt.process_madvise_max_batch (jemalloc 5.3.1): unsigned and size_t,
+// read-only; opt.prof_bt_max only in a profiling build. calloc_madvise_threshold and
+// tcache_ncached_max have no opt.* name in 5.3.1 either.
+TEST_COMPAT(opt_531_names, "jemalloc-531-api") {
+  size_t batch = 1;
+  ASSERT_EQ(jt::ctl_get("opt.process_madvise_max_batch", &batch), 0);
+  const char* conf = std::getenv("MALLOC_CONF");
+  if (conf == nullptr || std::strstr(conf, "process_madvise_max_batch") == nullptr) {
+    EXPECT_EQ(batch, 0u);
+  }
+  EXPECT_EQ(mallctl("opt.process_madvise_max_batch", nullptr, nullptr, &batch, sizeof(batch)),
+            EPERM);
+  bool prof_built = false;
+  ASSERT_EQ(jt::ctl_get("config.prof", &prof_built), 0);
+  unsigned bt = 0;
+  if (prof_built) {
+    ASSERT_EQ(jt::ctl_get("opt.prof_bt_max", &bt), 0);
+    if (conf == nullptr || std::strstr(conf, "prof_bt_max") == nullptr) EXPECT_EQ(bt, 128u);
+  } else {
+    EXPECT_EQ(jt::ctl_get("opt.prof_bt_max", &bt), ENOENT);
+  }
+  size_t v = 0;
+  EXPECT_EQ(jt::ctl_get("opt.calloc_madvise_threshold", &v), ENOENT);
+  EXPECT_EQ(jt::ctl_get("opt.tcache_ncached_max", &v), ENOENT);
+}

@@ -169,6 +169,11 @@ constexpr Valid kValid[] = {
     {"tcache_grow_bytes", "0", "tcache_grow_bytes", "0"},
     {"idle_return", "false", "idle_return", "false"},
     {"kept_max_bytes", "16777216", "kept_max_bytes", "16777216"},
+    {"process_madvise_max_batch", "16", "process_madvise_max_batch", "16"},
+    {"calloc_madvise_threshold", "65536", "calloc_madvise_threshold", "65536"},
+    // tcache_ncached_max is checked, then dropped (no storage): read any array option back.
+    {"tcache_ncached_max", "1-4096:50", "bin_shards", "<array>"},
+    {"prof_bt_max", "64", "prof_bt_max", "64"},
     {"preset", "jemalloc-5.3.0", "extent_cache_bytes", "0"},
     {"prof", "true", "prof", "true"},
     {"prof_prefix", "dumps/x", "prof_prefix", "dumps/x"},
@@ -597,9 +602,10 @@ TEST_F(ConfTest, PresetSetsEveryOptionOfOursAtOnce) {
   EXPECT_EQ(g_opt.tcache_grow_bytes, 0u);
   // The nine keys the differential tests used before the preset, and oversize_hold, say the same.
   const je::Options by_preset = g_opt;
-  parse("bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,"
-        "borrow_dirty:false,decay_hold_peak:false,idle_arena_decay:false,extent_cache_bytes:0,"
-        "tcache_grow_bytes:0,oversize_hold:false,idle_return:false");
+  parse(
+      "bounded_coalesce:false,reuse_before_grow:false,extent_best_fit:false,purge_on_grow:false,"
+      "borrow_dirty:false,decay_hold_peak:false,idle_arena_decay:false,extent_cache_bytes:0,"
+      "tcache_grow_bytes:0,oversize_hold:false,idle_return:false");
   EXPECT_EQ(by_preset.bounded_coalesce, g_opt.bounded_coalesce);
   EXPECT_EQ(by_preset.extent_best_fit, g_opt.extent_best_fit);
   EXPECT_EQ(by_preset.reuse_before_grow, g_opt.reuse_before_grow);
@@ -688,6 +694,32 @@ TEST_F(ConfTest, BinShardsAndSlabSizes) {
   EXPECT_EQ(g_opt.slab_sizes[35], 4);
   EXPECT_EQ(parse("slab_sizes:0-20000:100000,slab_sizes:default"), "");
   for (unsigned i = 0; i < je::kOptNBins; i++) EXPECT_EQ(g_opt.slab_sizes[i], 0);
+}
+
+// jemalloc 5.3.1's keys: its types, defaults and bounds (doc/compat.md#jemalloc-531-api).
+TEST_F(ConfTest, Jemalloc531Keys) {
+  EXPECT_EQ(g_opt.process_madvise_max_batch, 0u);
+  EXPECT_EQ(g_opt.calloc_madvise_threshold, size_t{8} << 20);
+  EXPECT_EQ(parse("process_madvise_max_batch:64"), "");
+  EXPECT_EQ(g_opt.process_madvise_max_batch, 64u);
+  EXPECT_EQ(parse("process_madvise_max_batch:100000"), "");  // clipped to 128
+  EXPECT_EQ(g_opt.process_madvise_max_batch, 128u);
+  EXPECT_EQ(parse("calloc_madvise_threshold:0"), "");
+  EXPECT_EQ(g_opt.calloc_madvise_threshold, 0u);
+  EXPECT_EQ(parse("calloc_madvise_threshold:9223372036854775808"),
+            "<jemalloc>: Out-of-range conf value: "
+            "calloc_madvise_threshold:9223372036854775808\n");
+  EXPECT_EQ(g_opt.calloc_madvise_threshold, size_t{8} << 20);  // parse() reset; kept
+  EXPECT_EQ(parse("tcache_ncached_max:1-1024:100|2048-8192:0"), "");
+  EXPECT_EQ(parse("tcache_ncached_max:1-1024"),
+            "<jemalloc>: Invalid settings for tcache_ncached_max: tcache_ncached_max:1-1024\n");
+  if (je::config::kProf) {
+    EXPECT_EQ(g_opt.prof_bt_max, 128u);
+    EXPECT_EQ(parse("prof_bt_max:0"), "");  // clipped to 1
+    EXPECT_EQ(g_opt.prof_bt_max, 1u);
+    EXPECT_EQ(parse("prof_bt_max:300"), "");
+    EXPECT_EQ(g_opt.prof_bt_max, 300u);
+  }
 }
 
 // ---- Malformed strings

@@ -453,6 +453,9 @@ const char* const kOurNames[] = {"opt.bounded_coalesce",
                                  // jemalloc 5.3.1's (doc/compat.md#jemalloc-531-api).
                                  "arenas.hugepage",
                                  "approximate_stats.active",
+                                 "arena.<i>.name",
+                                 "opt.prof_bt_max",
+                                 "opt.process_madvise_max_batch",
 #define JE_COUNTER_NAME(name, meaning) "stats.arenas.<i>." #name,
                                  JE_PAC_COUNTERS_OURS(JE_COUNTER_NAME)
 #undef JE_COUNTER_NAME

@@ -183,7 +183,10 @@ TEST_F(OptTest, MallctlViewMatchesGoldenNames) {
   std::set<std::string> expected = {"bounded_coalesce", "idle_arena_decay", "reuse_before_grow",
                                     "borrow_dirty",     "extent_best_fit",  "purge_on_grow",
                                     "decay_hold_peak",  "oversize_hold",   "safety_checks",
-                                    "extent_cache_bytes", "tcache_grow_bytes", "idle_return", "kept_max_bytes"};
+                                    "extent_cache_bytes", "tcache_grow_bytes", "idle_return", "kept_max_bytes",
+                                    // jemalloc 5.3.1's (doc/compat.md#jemalloc-531-api).
+                                    "process_madvise_max_batch"};
+  if (je::config::kProf) expected.insert("prof_bt_max");
   for (const Golden& g : kGolden) {
     if (strcmp(g.width, "-") == 0 || is_prof_name(g.name)) continue;
     expected.insert(g.name);

@@ -117,6 +117,8 @@ TEST(ProfBacktrace, MarksItselfReentrantWhileCapturing) {
 }
 
 // Deep recursion: the capture stops at kProfBtMax frames.
+unsigned g_hook_max_len = 0;
+
 __attribute__((noinline)) unsigned deep(int n, je::ProfBt* bt) {
   if (n == 0) return je::prof_backtrace(bt, 0);
   unsigned r = deep(n - 1, bt);
@@ -127,6 +129,33 @@ __attribute__((noinline)) unsigned deep(int n, je::ProfBt* bt) {
 TEST(ProfBacktrace, StopsAtTheMaximumDepth) {
   je::ProfBt bt;
   EXPECT_EQ(deep(200, &bt), je::kProfBtMax);
+}
+
+// opt.prof_bt_max (jemalloc 5.3.1): captures keep that many frames, at most kProfBtMax; 0 is
+// clipped to 1 (the parser never passes it). Through a client's hook too: it is offered that
+// capacity, and more frames than that are cut.
+void hook_fills_200(void** vec, unsigned* len, unsigned max_len) {
+  g_hook_max_len = max_len;
+  for (unsigned i = 0; i < 200 && i < je::kProfBtMax; i++) vec[i] = reinterpret_cast<void*>(i + 1);
+  *len = 200 < je::kProfBtMax ? 200 : je::kProfBtMax;
+}
+
+TEST(ProfBacktrace, KeepsOptProfBtMaxFrames) {
+  je::ProfBt bt;
+  je::prof_backtrace_set_depth(5);
+  EXPECT_EQ(deep(50, &bt), 5u);
+  je::prof_backtrace_set_depth(0);
+  EXPECT_EQ(deep(50, &bt), 1u);
+  je::prof_backtrace_set_depth(1000);
+  EXPECT_EQ(je::g_prof_bt_depth, je::kProfBtMax);
+  EXPECT_EQ(deep(200, &bt), je::kProfBtMax);
+  je::prof_backtrace_set_depth(7);
+  const je::ProfBacktraceHook old = je::prof_backtrace_hook_get();
+  je::prof_backtrace_hook_set(&hook_fills_200);
+  EXPECT_EQ(je::prof_backtrace(&bt, 0), 7u);
+  EXPECT_EQ(g_hook_max_len, 7u);
+  je::prof_backtrace_hook_set(old == nullptr ? &je::prof_backtrace_default_hook : old);
+  je::prof_backtrace_set_depth(je::kProfBtMax);
 }
 
 }  // namespace
