@@ -423,24 +423,6 @@ bool handle_slab_sizes(const Pair& p) {
   return true;
 }
 
-/// tcache_ncached_max (jemalloc 5.3.1): "lo-hi:n|...". Checked as 5.3.1 parses it (a syntax
-/// error is "Invalid settings"), then dropped: our thread caches keep 5.3.0's capacities
-/// (doc/compat.md#jemalloc-531-api).
-bool handle_tcache_ncached_max(const Pair& p) {
-  const char* cur = p.v;
-  size_t left = p.vlen;
-  do {
-    uint64_t start;
-    uint64_t end;
-    uint64_t n;
-    if (!next_segment(&cur, &left, &start, &end, &n)) {
-      pair_error("Invalid settings for tcache_ncached_max", p);
-      return false;
-    }
-  } while (left > 0);
-  return true;
-}
-
 /// lg_tcache_max:N sets tcache_max = 2^min(N, 23).
 bool handle_lg_tcache_max(const Pair& p) {
   uint64_t lg;
@@ -539,7 +521,6 @@ bool apply_pair(const Pair& p) {
       if (o->id == OptId::lg_tcache_max) return handle_lg_tcache_max(p);
       if (o->id == OptId::hpa_hugification_threshold_ratio) return handle_hugification_ratio(p);
       if (o->id == OptId::preset) return handle_preset(p);
-      if (o->id == OptId::tcache_ncached_max) return handle_tcache_ncached_max(p);
       break;
     case OptKind::kNotBuilt: break;
   }

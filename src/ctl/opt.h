@@ -62,8 +62,7 @@ enum class OptKind : uint8_t {
   kString,     ///< free text (prof_prefix), cut to kOptPathMax - 1; `const char*` to a g_opt buffer
   kBinShards,  ///< "lo-hi:n|lo-hi:n..." per small bin shard counts
   kSlabPages,  ///< "lo-hi:pages|..." per small bin slab pages
-  kAlias,      ///< no storage: sets another option (lg_tcache_max -> tcache_max), or none
-               ///< (tcache_ncached_max: checked, then dropped)
+  kAlias,      ///< no storage: sets another option (lg_tcache_max -> tcache_max, preset)
   kNotBuilt,   ///< no storage: a 5.3.0 key of a feature this build leaves out ("Invalid conf pair")
 };
 
@@ -512,9 +511,9 @@ struct OptStorage<OptKind::kNotBuilt> {
     (opt_urange(0, kOptLargeMaxClass, kOptCheckMax)), kOptParse,                                   \
     "jemalloc 5.3.1's: accepted (no opt.*, as 5.3.1); no effect (zeroing as 5.3.0)",               \
     "Zeroed large requests below this size are zeroed with memset, not by purging.")               \
-  X(tcache_ncached_max, Alias, {}, (opt_any()), kOptParse,                                         \
-    "jemalloc 5.3.1's: syntax checked (no opt.*, as 5.3.1); no effect (capacities as 5.3.0)",      \
-    "Thread-cache capacity per size range: \"lo-hi:n|...\"; n clipped to 8191.")                  \
+  X(tcache_ncached_max, NotBuilt, {}, (opt_any()), 0,                                              \
+    "jemalloc 5.3.1's, not supported (capacities are 5.3.0's): Invalid conf pair, as 5.3.0",       \
+    "Thread-cache capacity per size range: \"lo-hi:n|...\".")                                     \
   X(utrace, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT",      \
     "utrace(2) tracing of allocation calls.")                                                      \
   X(xmalloc, NotBuilt, {}, (opt_any()), 0, "not built (as Debian): Invalid conf pair, ENOENT",     \
