@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
-#include <utility>
 
 #include "arena/arenas.h"
 #include "extent/emap.h"
@@ -435,10 +434,14 @@ void tcache_flush_small(Tcache* t, szind_t binind, unsigned rem) {
       const unsigned ind = slabs[first]->arena_ind;
       const unsigned shard = slabs[first]->binshard;
       unsigned end = first;
+      // A stable partition: the others keep their order for the next bins' batches, as 5.3.0
+      // flushes them (which slab a bin refills from next, and so nreslabs, follows that order).
       for (unsigned i = first; i < cnt; i++) {
         if (slabs[i]->arena_ind != ind || slabs[i]->binshard != shard) continue;
-        std::swap(ptrs[i], ptrs[end]);
-        std::swap(slabs[i], slabs[end]);
+        if (i != end) {
+          std::rotate(ptrs + end, ptrs + i, ptrs + i + 1);
+          std::rotate(slabs + end, slabs + i, slabs + i + 1);
+        }
         end++;
       }
       Arena* a = arena_get(ind, false);
