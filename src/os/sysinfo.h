@@ -36,7 +36,7 @@ unsigned current_cpu();
 /// Read from /proc/self/cgroup and the usual mount points (/sys/fs/cgroup, its unified/ and
 /// memory/ folders). 0 when nothing can be read.
 size_t memory_limit();
-/// memory_limit() with every file read under `root` (a prefix such as "/tmp/fake"; "" for the
+/// memory_limit() with every file read under `root` (a prefix naming a test's fake tree; "" for the
 /// real files) and the machine's memory given as `physical`: for tests.
 size_t memory_limit_at(const char* root, size_t physical);
 

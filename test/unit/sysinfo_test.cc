@@ -95,8 +95,8 @@ TEST(SysinfoTest, GetEnv) {
 class FakeRoot {
  public:
   FakeRoot() {
-    char tmpl[] = "/tmp/je_sysinfo_XXXXXX";
-    root_ = mkdtemp(tmpl);
+    std::string tmpl = ::testing::TempDir() + "je_sysinfo_XXXXXX";
+    root_ = mkdtemp(tmpl.data());
   }
   ~FakeRoot() { std::filesystem::remove_all(root_); }
   void put(const std::string& path, const std::string& text) {
